@@ -1,0 +1,165 @@
+//! Command-line arguments (clap derive) and how they override settings.
+
+use clap::{Args, Parser, Subcommand};
+use pinlearn_engine::{EngineError, Metric, PolicyChoice, Settings};
+use pinlearn_policy::Objective;
+use pinlearn_topology::CpuSet;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Learns where the threads of a parallel program should run, and re-pins them.
+#[derive(Parser, Debug)]
+#[command(name = "pinlearn", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Launch a program and supervise its threads until it exits.
+    Run(RunArgs),
+    /// Supervise the threads of a running process until it ends, --duration, or Ctrl-C.
+    Attach(AttachArgs),
+    /// Show the machine as pinlearn sees it: places, allowed CPUs, probes available.
+    Topo(crate::topo::TopoArgs),
+    /// Run an embedded workload with a background load, under the OS alone and under pinlearn.
+    Demo(crate::demo::DemoArgs),
+    /// Run one of the benchmark workloads in this process.
+    Work(pinlearn_workloads::WorkCommand),
+    /// Generate background CPU load on some CPUs (another user's job, for experiments).
+    Load(crate::load::LoadArgs),
+}
+
+/// Options shared by `run` and `attach`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CommonArgs {
+    /// Core-level period T_CPU [default: 50ms].
+    #[arg(long, value_name = "DUR")]
+    pub interval: Option<String>,
+    /// Per-thread speed signal [default: auto].
+    #[arg(long, value_parser = parse_metric)]
+    pub metric: Option<Metric>,
+    /// What the learner maximises: mean, balanced[:GAMMA] or own [default: mean].
+    #[arg(long, value_parser = parse_objective)]
+    pub objective: Option<Objective>,
+    /// learn (reinforcement learning), static (round-robin once) or os (measure only) [default: learn].
+    #[arg(long, value_parser = parse_policy)]
+    pub policy: Option<PolicyChoice>,
+    /// Only use these CPUs (list syntax such as 0-3,8), within those the target may use.
+    #[arg(long, value_parser = parse_cpus, value_name = "LIST")]
+    pub cpus: Option<CpuSet>,
+    /// Seed of the learner's random choices [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// TOML file holding every tunable of the algorithm (flags override it).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Write one CSV row per thread per period to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Print the end-of-run summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Supervise only the target process, not its descendants.
+    #[arg(long)]
+    pub no_children: bool,
+}
+
+impl CommonArgs {
+    /// Overrides `settings` with the flags that were given.
+    pub fn apply(&self, settings: &mut Settings) -> Result<(), EngineError> {
+        if let Some(interval) = &self.interval {
+            settings.interval = pinlearn_engine::parse_duration(interval)?;
+        }
+        if let Some(metric) = self.metric {
+            settings.metric = metric;
+        }
+        if let Some(objective) = self.objective {
+            settings.learn.objective = objective;
+        }
+        if let Some(policy) = self.policy {
+            settings.policy = policy;
+        }
+        if let Some(seed) = self.seed {
+            settings.seed = seed;
+        }
+        if self.no_children {
+            settings.children = false;
+        }
+        settings.validate()
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Stop supervising after DUR (the program runs on, unpinned).
+    #[arg(long, value_name = "DUR")]
+    pub duration: Option<String>,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Args, Debug)]
+pub struct AttachArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Stop after DUR.
+    #[arg(long, value_name = "DUR")]
+    pub duration: Option<String>,
+    /// The process to supervise.
+    pub pid: u32,
+}
+
+fn parse_metric(s: &str) -> Result<Metric, String> {
+    s.parse().map_err(|e: EngineError| e.to_string())
+}
+
+fn parse_policy(s: &str) -> Result<PolicyChoice, String> {
+    s.parse().map_err(|e: EngineError| e.to_string())
+}
+
+fn parse_objective(s: &str) -> Result<Objective, String> {
+    s.parse().map_err(|e| format!("{e}"))
+}
+
+pub fn parse_cpus(s: &str) -> Result<CpuSet, String> {
+    let set = CpuSet::parse_list(s).map_err(|e| e.to_string())?;
+    if set.is_empty() {
+        return Err("empty CPU list: give CPUs such as 0-3,8".into());
+    }
+    Ok(set)
+}
+
+/// Prints help and version as clap does; every other error as one line
+/// (clap's own first line) and status 2.
+pub fn report_clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                2
+            } else {
+                0
+            })
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            let first = first.trim_start_matches("error: ");
+            eprintln!("pinlearn: {first} (see pinlearn --help)");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! `pinlearn topo`: the machine as pinlearn sees it — topology, the CPUs
+//! this process may use, the places a policy would choose among, and which
+//! measurement probes work here.
+
+use clap::Args;
+use pinlearn_engine::{EngineError, Places};
+use pinlearn_topology::Topology;
+use serde_json::json;
+
+#[derive(Args, Debug)]
+pub struct TopoArgs {
+    /// Inspect an hwloc synthetic string or XML file instead of this machine.
+    #[arg(long, value_name = "SPEC")]
+    pub topology: Option<String>,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &TopoArgs) -> Result<(), EngineError> {
+    let topology = match &args.topology {
+        Some(spec) => Topology::from_spec(spec).map_err(|e| EngineError::bad_input(e.to_string()))?,
+        None => Topology::detect()
+            .map_err(|e| EngineError::io("cannot read the machine topology", std::io::Error::other(e)))?,
+    };
+    let allowed =
+        pinlearn_engine::live::get_affinity(0).map_err(|e| EngineError::io("cannot read pinlearn's affinity", e))?;
+    let usable = if args.topology.is_some() {
+        topology.clone()
+    } else {
+        topology
+            .restrict(&allowed)
+            .map_err(|e| EngineError::bad_input(e.to_string()))?
+    };
+    let places = Places::new(&usable);
+    let instructions = pinlearn_engine::live::instructions_supported();
+    let schedstat = std::fs::read_to_string("/proc/self/schedstat").is_ok();
+    let heartbeat_dir = pinlearn_heartbeat::channel_path(std::process::id())
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    if args.json {
+        let report = json!({
+            "topology": topology,
+            "allowed_cpus": allowed.to_string(),
+            "places": places.cpus.iter().zip(places.layout.places()).map(|(cpus, p)| json!({
+                "cpus": cpus.to_string(), "kind": format!("{:?}", p.kind).to_lowercase(), "node": p.node,
+            })).collect::<Vec<_>>(),
+            "probes": {
+                "instructions": instructions.is_ok(),
+                "instructions_note": instructions.as_ref().err(),
+                "schedstat": schedstat,
+                "heartbeat_dir": heartbeat_dir,
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+        return Ok(());
+    }
+    println!("{}", topology.describe());
+    if args.topology.is_none() {
+        println!("allowed CPUs (this process): {allowed}");
+    }
+    let names: Vec<String> = places
+        .cpus
+        .iter()
+        .zip(places.layout.places())
+        .map(|(cpus, p)| {
+            format!(
+                "{cpus}{}",
+                if p.kind == pinlearn_policy::PlaceKind::Core {
+                    ""
+                } else {
+                    "*"
+                }
+            )
+        })
+        .collect();
+    println!(
+        "places a thread may be given ({}; * = the OS balances inside): {}",
+        names.len(),
+        names.join("  ")
+    );
+    println!("probes:");
+    match &instructions {
+        Ok(()) => println!("  instructions  yes (perf_event_open)"),
+        Err(why) => println!("  instructions  no: {why}"),
+    }
+    println!(
+        "  cpu           {} (/proc/PID/task/TID/schedstat)",
+        if schedstat { "yes" } else { "no" }
+    );
+    println!("  heartbeat     yes (channel files in {heartbeat_dir})");
+    Ok(())
+}

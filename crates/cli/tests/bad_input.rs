@@ -1,0 +1,100 @@
+//! Every kind of bad input: one clear line on stderr, exit status 2, and no
+//! thread of the target left with a changed affinity.
+
+mod common;
+
+use common::*;
+
+fn assert_rejected(out: &std::process::Output, needle: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "status for {needle:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line expected, got: {err}");
+    assert!(
+        err.to_lowercase().contains(&needle.to_lowercase()),
+        "{needle:?} not in: {err}"
+    );
+}
+
+#[test]
+fn bad_inputs_to_attach_exit_2_and_leave_the_target_untouched() {
+    let target = light_target("0", 2);
+    let pid = target.0.id().to_string();
+    let before = masks(target.0.id());
+    let dir = tempfile::tempdir().unwrap();
+    let bad_config = dir.path().join("bad.toml");
+    std::fs::write(&bad_config, "interval = \"50ms\"\n[learn.pla]\nstep = 7\n").unwrap();
+    let bad_config = bad_config.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["attach", "--cpus", "3-1", &pid], "backwards"),
+        (vec!["attach", "--cpus", "", &pid], "empty"),
+        (vec!["attach", "--cpus", "0,x", &pid], "x"),
+        (vec!["attach", "--cpus", "4000-4001", &pid], "outside"),
+        (vec!["attach", "--metric", "cycles", &pid], "cycles"),
+        (vec!["attach", "--policy", "fastest", &pid], "fastest"),
+        (vec!["attach", "--objective", "best", &pid], "best"),
+        (vec!["attach", "--interval", "soon", &pid], "soon"),
+        (vec!["attach", "--config", bad_config, &pid], "step"),
+        (
+            vec!["attach", "--config", "/nonexistent/pinlearn.toml", &pid],
+            "cannot read config",
+        ),
+        (vec!["attach", "--trace", "/nonexistent/dir/trace.csv", &pid], "trace"),
+        (vec!["attach", "--duration", "1s", "4194304000"], "4194304000"),
+        (vec!["attach", "--duration", "1s", "99999999"], "no process"),
+        (vec!["attach", "--bogus-flag", &pid], "bogus"),
+    ];
+    for (args, needle) in cases {
+        let out = run(&args);
+        assert_rejected(&out, needle);
+        assert_eq!(masks(target.0.id()), before, "masks changed by {args:?}");
+    }
+}
+
+#[test]
+fn bad_inputs_to_run_exit_2_without_starting_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let touch = format!("touch {}", marker.display());
+    for (args, needle) in [
+        (vec!["run", "--cpus", "1-0", "--", "sh", "-c", &touch], "backwards"),
+        (vec!["run", "--cpus", "4000", "--", "sh", "-c", &touch], "outside"),
+        (
+            vec!["run", "--objective", "balanced:x", "--", "sh", "-c", &touch],
+            "balanced:x",
+        ),
+        (
+            vec!["run", "--trace", "/nonexistent/dir/t.csv", "--", "sh", "-c", &touch],
+            "trace",
+        ),
+    ] {
+        let out = run(&args);
+        assert_rejected(&out, needle);
+        assert!(!marker.exists(), "{args:?} started the program");
+    }
+}
+
+#[test]
+fn attaching_to_a_process_of_another_user_is_refused_with_eperm() {
+    use std::os::unix::process::CommandExt;
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("skipped: needs root to run pinlearn as another user");
+        return;
+    }
+    let target = light_target("0", 2);
+    let before = masks(target.0.id());
+    // The binary must be reachable by `nobody`; the test target dir is
+    // usually world-readable. If not, say so instead of passing silently.
+    let out = pinlearn()
+        .args(["attach", "--duration", "1s", &target.0.id().to_string()])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("run as nobody");
+    let err = stderr(&out);
+    assert!(
+        !err.contains("Permission denied (os error 13)") || out.status.code() == Some(2),
+        "{err}"
+    );
+    assert_rejected(&out, "not permitted");
+    assert_eq!(masks(target.0.id()), before);
+}

@@ -1,0 +1,79 @@
+//! Helpers shared by the end-to-end tests: run the real `pinlearn` binary,
+//! start target processes, read thread masks from /proc.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn pinlearn() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pinlearn"))
+}
+
+pub fn run(args: &[&str]) -> Output {
+    pinlearn()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pinlearn")
+}
+
+/// Every thread's allowed CPU list, by tid, from /proc/PID/task/*/status.
+pub fn masks(pid: u32) -> BTreeMap<u32, String> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let tid: u32 = entry.file_name().to_string_lossy().parse().expect("tid");
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        if let Some(line) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
+            out.insert(tid, line["Cpus_allowed_list:".len()..].trim().to_string());
+        }
+    }
+    out
+}
+
+/// A child process killed when dropped.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A multi-threaded target: `pinlearn load` with one light spinner per CPU
+/// of `cpus` (each pins itself there) plus its main thread.
+pub fn light_target(cpus: &str, threads_expected: usize) -> Guard {
+    let child = pinlearn()
+        .args(["load", "--busy", "5", "--duration", "60s", "--cpus", cpus])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start target");
+    let pid = child.id();
+    let guard = Guard(child);
+    wait_until(Duration::from_secs(5), || masks(pid).len() >= threads_expected);
+    // Let the spinners pin themselves before anyone records their masks.
+    std::thread::sleep(Duration::from_millis(200));
+    guard
+}
+
+pub fn wait_until(timeout: Duration, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < timeout, "timed out waiting");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The CPUs this test process may use, as a list.
+pub fn allowed_cpus() -> String {
+    masks(std::process::id()).values().next().cloned().expect("own mask")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

@@ -1,0 +1,162 @@
+//! `run` and `attach` against real processes: exit codes pass through,
+//! threads of child processes are found, and detaching restores every mask.
+
+mod common;
+
+use common::*;
+use std::process::Stdio;
+use std::time::Duration;
+
+#[test]
+fn run_passes_the_exit_code_through() {
+    let out = run(&["run", "--quiet", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    let out = run(&["run", "--quiet", "--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(out.status.code(), Some(128 + 15), "killed by SIGTERM: {}", stderr(&out));
+    let out = run(&["run", "--quiet", "--", "/nonexistent/program"]);
+    assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot run /nonexistent/program"));
+}
+
+#[test]
+fn run_forwards_sigterm_to_the_program_and_reports_its_status() {
+    let child = pinlearn()
+        .args(["run", "--quiet", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let mut guard = Guard(child);
+    // Wait until the program runs under pinlearn, then signal pinlearn only.
+    wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).is_ok_and(|c| !c.trim().is_empty())
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = guard.0.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(128 + 15),
+        "sleep was killed by the forwarded SIGTERM"
+    );
+}
+
+#[test]
+fn run_json_summary_counts_threads_of_child_processes() {
+    // sh starts two background children; each is a process of its own.
+    let out = run(&[
+        "run",
+        "--json",
+        "--interval",
+        "20ms",
+        "--policy",
+        "static",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.6 & sleep 0.6 & wait",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let names: Vec<&str> = summary["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.iter().filter(|n| **n == "sleep").count() >= 2,
+        "children found: {names:?}"
+    );
+    assert_eq!(summary["policy"], "static");
+    assert!(summary["repins"].as_u64().unwrap() >= 2);
+    assert_eq!(summary["exit_code"], 0);
+    for key in ["threads_seen", "manager_cpu_s", "periods", "wall_s"] {
+        assert!(summary.get(key).is_some(), "summary lacks {key}");
+    }
+
+    let out = run(&["run", "--json", "--no-children", "--", "sh", "-c", "sleep 0.4 & wait"]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let names: Vec<&str> = summary["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["sh"], "--no-children supervises the shell only");
+}
+
+fn attach_and_stop(signal: nix::sys::signal::Signal) {
+    let all = allowed_cpus();
+    let target = light_target(&all, 3);
+    let pid = target.0.id();
+    let before = masks(pid);
+    let manager = pinlearn()
+        .args([
+            "attach",
+            "--json",
+            "--interval",
+            "20ms",
+            "--policy",
+            "learn",
+            "--seed",
+            "3",
+            &pid.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("attach");
+    // Wait until pinlearn has moved at least one thread.
+    let mut changed = false;
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(20));
+        if masks(pid) != before {
+            changed = true;
+            break;
+        }
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(manager.id() as i32), signal).unwrap();
+    let out = manager.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(changed, "pinlearn never changed a mask");
+    assert_eq!(masks(pid), before, "every mask is back after {signal}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert!(summary["ended_by"].as_str().unwrap().starts_with("signal"), "{summary}");
+    assert!(summary["repins"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn attach_then_sigint_restores_every_thread_affinity() {
+    attach_and_stop(nix::sys::signal::Signal::SIGINT);
+}
+
+#[test]
+fn attach_then_sigterm_restores_every_thread_affinity() {
+    attach_and_stop(nix::sys::signal::Signal::SIGTERM);
+}
+
+#[test]
+fn attach_with_duration_stops_by_itself_and_restores() {
+    let target = light_target(&allowed_cpus(), 3);
+    let pid = target.0.id();
+    let before = masks(pid);
+    let out = run(&[
+        "attach",
+        "--json",
+        "--duration",
+        "500ms",
+        "--interval",
+        "20ms",
+        "--policy",
+        "static",
+        &pid.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert_eq!(summary["ended_by"], "duration");
+    assert_eq!(masks(pid), before);
+}

@@ -1,0 +1,217 @@
+//! Every tunable of a pinlearn run, from defaults, a TOML file and flags.
+//!
+//! ```text
+//!   Settings::default() ──► Settings::from_toml_file(--config) ──► CLI flags override
+//!                                                               └─► validate() ──► engine
+//! ```
+//!
+//! The file holds the engine's own keys at the top level and the learning
+//! algorithm's under `[learn]`, `[learn.pla]` and `[learn.numa]`:
+//!
+//! ```toml
+//! interval = "50ms"        # T_CPU
+//! metric = "auto"          # auto | instructions | cpu | heartbeat
+//! policy = "learn"         # learn | static | os
+//! seed = 1
+//! children = true          # also supervise descendant processes
+//! [learn]
+//! objective = "balanced:1" # mean | balanced[:GAMMA] | own
+//! [learn.pla]
+//! step = 0.05
+//! [learn.numa]
+//! period_s = 2.0           # T_NUMA
+//! ```
+
+use crate::EngineError;
+use pinlearn_policy::LearnConfig;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Where per-thread speed comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    /// Instructions if the kernel counts them, else cpu (said once).
+    Auto,
+    /// Hardware instructions per second (perf_event_open), the papers' metric.
+    Instructions,
+    /// Share of runnable time spent running, from schedstat.
+    Cpu,
+    /// Application-reported progress; silent threads fall back to cpu.
+    Heartbeat,
+}
+
+/// Which policy decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyChoice {
+    /// Perturbed learning automata (+ aspiration learning on NUMA machines).
+    Learn,
+    /// Round-robin pinning once.
+    Static,
+    /// Measure only, never pin: the baseline.
+    Os,
+}
+
+macro_rules! word_enum {
+    ($ty:ident, $what:literal, $( $word:literal => $variant:ident ),+) => {
+        impl FromStr for $ty {
+            type Err = EngineError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $( $word => Ok($ty::$variant), )+
+                    _ => Err(EngineError::bad_input(format!(
+                        concat!("unknown ", $what, " {:?}: use one of {}"),
+                        s,
+                        [$($word),+].join(", ")
+                    ))),
+                }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self { $( $ty::$variant => $word, )+ })
+            }
+        }
+    };
+}
+word_enum!(Metric, "metric", "auto" => Auto, "instructions" => Instructions, "cpu" => Cpu, "heartbeat" => Heartbeat);
+word_enum!(PolicyChoice, "policy", "learn" => Learn, "static" => Static, "os" => Os);
+
+/// All settings of one run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// The core-level period T_CPU.
+    #[serde(deserialize_with = "duration_from_str", serialize_with = "duration_to_str")]
+    pub interval: Duration,
+    pub metric: Metric,
+    pub policy: PolicyChoice,
+    pub seed: u64,
+    /// Supervise the target's descendant processes too.
+    pub children: bool,
+    pub learn: LearnConfig,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            interval: Duration::from_millis(50),
+            metric: Metric::Auto,
+            policy: PolicyChoice::Learn,
+            seed: 1,
+            children: true,
+            learn: LearnConfig::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// Reads a TOML file; unknown keys and bad values are errors naming the file.
+    pub fn from_toml_file(path: &Path) -> Result<Self, EngineError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| EngineError::bad_input(format!("cannot read config file {}: {e}", path.display())))?;
+        Self::from_toml_str(&text).map_err(|e| EngineError::bad_input(format!("config file {}: {e}", path.display())))
+    }
+
+    /// Parses TOML text (errors as one line, without the file name).
+    pub fn from_toml_str(text: &str) -> Result<Self, EngineError> {
+        let settings: Settings = toml::from_str(text).map_err(|e| {
+            let message = e.message().trim().to_string();
+            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+            EngineError::bad_input(match line {
+                Some(line) => format!("line {line}: {message}"),
+                None => message,
+            })
+        })?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks ranges the types cannot express.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        if self.interval < Duration::from_millis(1) || self.interval > Duration::from_secs(3600) {
+            return Err(EngineError::bad_input(format!(
+                "interval {} is out of range: use 1ms to 1h",
+                humantime::format_duration(self.interval)
+            )));
+        }
+        self.learn.validate().map_err(|e| EngineError::bad_input(e.to_string()))
+    }
+
+    /// Number of core periods per NUMA period (at least 1).
+    pub fn numa_every(&self) -> u64 {
+        let ratio = self.learn.numa.period_s / self.interval.as_secs_f64();
+        (ratio.round() as u64).max(1)
+    }
+}
+
+/// Parses a duration such as `50ms`, `2s` or `1m`, with a clear error.
+pub fn parse_duration(s: &str) -> Result<Duration, EngineError> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| EngineError::bad_input(format!("invalid duration {s:?} ({e}): write it like 50ms, 2s or 1m30s")))
+}
+
+fn duration_from_str<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
+fn duration_to_str<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&humantime::format_duration(*d).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let s = Settings::default();
+        assert_eq!(s.interval, Duration::from_millis(50));
+        assert_eq!(s.metric, Metric::Auto);
+        assert_eq!(s.policy, PolicyChoice::Learn);
+        assert!(s.children);
+        s.validate().expect("defaults are valid");
+    }
+
+    #[test]
+    fn toml_sets_engine_and_learning_keys() {
+        let s = Settings::from_toml_str(
+            "interval = \"20ms\"\nmetric = \"cpu\"\npolicy = \"static\"\n[learn]\nobjective = \"balanced:0.5\"\n",
+        )
+        .expect("valid");
+        assert_eq!(s.interval, Duration::from_millis(20));
+        assert_eq!(s.metric, Metric::Cpu);
+        assert_eq!(s.policy, PolicyChoice::Static);
+        assert_eq!(s.learn.objective.to_string(), "balanced:0.5");
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_one_line_errors() {
+        for (text, needle) in [
+            ("intervall = \"20ms\"", "intervall"),
+            ("interval = \"fast\"", "invalid duration"),
+            ("metric = \"cycles\"", "cycles"),
+            ("interval = \"0ms\"", "out of range"),
+            ("[learn]\nobjective = \"best\"", "best"),
+            ("interval = ", "line 1"),
+        ] {
+            let err = Settings::from_toml_str(text).expect_err(text).to_string();
+            assert!(err.contains(needle), "{text:?} gave {err:?}");
+            assert!(!err.contains('\n'), "{err:?} spans lines");
+        }
+    }
+
+    #[test]
+    fn numa_period_is_counted_in_core_periods() {
+        let mut s = Settings::default();
+        s.learn.numa.period_s = 2.0;
+        assert_eq!(s.numa_every(), 40);
+        s.interval = Duration::from_secs(5);
+        assert_eq!(s.numa_every(), 1);
+    }
+}

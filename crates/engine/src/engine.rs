@@ -1,0 +1,346 @@
+//! The manager loop, one core-level period at a time, independent of clocks.
+//!
+//! ```text
+//!   step(target, time_s):
+//!     target.observe ──► samples (sorted by thread key, speed per thread)
+//!           │
+//!           ▼
+//!     policy.decide(PeriodInput { samples, numa_tick: period % numa_every == 0 })
+//!           │ Decision { place[i], utility[i] }
+//!           ▼
+//!     for each thread: place changed? ──yes──► target.place(key, cpus)  (re-pin)
+//!           │
+//!           ▼
+//!     statistics per thread, trace row per thread
+//! ```
+//!
+//! The driver (real time in `supervise`, simulated time in the simulator)
+//! calls `step` once per period; the engine never sleeps or reads a clock.
+
+use crate::EngineError;
+use crate::places::Places;
+use crate::target::{Target, ThreadInfo};
+use crate::trace::Trace;
+use pinlearn_policy::{PeriodInput, Policy, ThreadKey, ThreadSample};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// What the engine learned about one thread over the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadSummary {
+    #[serde(flatten)]
+    pub who: ThreadInfo,
+    /// Periods in which the thread was alive.
+    pub periods: u64,
+    /// Mean measured speed over the periods with a measurement.
+    pub mean_speed: Option<f64>,
+    /// Mean utility the policy learned from.
+    pub mean_utility: Option<f64>,
+    /// How many times pinlearn moved this thread.
+    pub repins: u64,
+    /// The CPU list the thread was allowed last (`(own)`: its own mask, never moved).
+    pub last_place: String,
+    /// Share of its periods the thread spent on each place, largest first.
+    pub time_on: Vec<PlaceShare>,
+}
+
+/// How long a thread was allowed a CPU list.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlaceShare {
+    pub cpus: String,
+    pub share: f64,
+}
+
+#[derive(Default)]
+struct Running {
+    sum: f64,
+    count: u64,
+}
+
+impl Running {
+    fn add(&mut self, v: f64) {
+        if v.is_finite() {
+            self.sum += v;
+            self.count += 1;
+        }
+    }
+    fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+}
+
+struct ThreadRecord {
+    who: ThreadInfo,
+    periods: u64,
+    speed: Running,
+    utility: Running,
+    repins: u64,
+    /// The place the thread is on, if it is one of the layout's places.
+    place: Option<usize>,
+    /// Periods spent per place (`None`: the thread's own mask).
+    periods_on: BTreeMap<Option<usize>, u64>,
+}
+
+/// The manager: a policy, the places it chooses among, and per-thread records.
+pub struct Engine {
+    policy: Box<dyn Policy>,
+    places: Places,
+    place_names: Vec<String>,
+    numa_every: u64,
+    period: u64,
+    threads: BTreeMap<ThreadKey, ThreadRecord>,
+    samples: Vec<ThreadSample>,
+    repins: u64,
+    trace: Option<Trace>,
+}
+
+impl Engine {
+    /// `numa_every`: core periods per NUMA period (>= 1).
+    pub fn new(policy: Box<dyn Policy>, places: Places, numa_every: u64, trace: Option<Trace>) -> Self {
+        let place_names = places.cpus.iter().map(ToString::to_string).collect();
+        Engine {
+            policy,
+            places,
+            place_names,
+            numa_every: numa_every.max(1),
+            period: 0,
+            threads: BTreeMap::new(),
+            samples: Vec::new(),
+            repins: 0,
+            trace,
+        }
+    }
+
+    pub fn policy_name(&self) -> String {
+        self.policy.name()
+    }
+
+    pub fn places(&self) -> &Places {
+        &self.places
+    }
+
+    /// One core-level period: observe, decide, re-pin what changed, record.
+    pub fn step(&mut self, target: &mut dyn Target, time_s: f64) -> Result<(), EngineError> {
+        self.samples.clear();
+        target.observe(&mut self.samples)?;
+        debug_assert!(
+            self.samples.windows(2).all(|w| w[0].key < w[1].key),
+            "samples must be sorted"
+        );
+
+        let numa_tick = self.period > 0 && self.period.is_multiple_of(self.numa_every);
+        let input = PeriodInput {
+            period: self.period,
+            time_s,
+            threads: &self.samples,
+            numa_tick,
+        };
+        let decision = self.policy.decide(&input);
+        assert_eq!(
+            decision.place.len(),
+            self.samples.len(),
+            "policy {} returned a wrong-sized decision",
+            self.policy.name()
+        );
+
+        for (i, sample) in self.samples.iter().enumerate() {
+            let record = self.threads.entry(sample.key).or_insert_with(|| ThreadRecord {
+                who: target.info(sample.key),
+                periods: 0,
+                speed: Running::default(),
+                utility: Running::default(),
+                repins: 0,
+                place: target.initial_place(sample.key),
+                periods_on: BTreeMap::new(),
+            });
+            record.periods += 1;
+            if let Some(speed) = sample.speed {
+                record.speed.add(speed);
+            }
+            let utility = decision.utility.get(i).copied().unwrap_or(f64::NAN);
+            record.utility.add(utility);
+
+            let wanted = decision.place[i];
+            if record.place != Some(wanted) && target.place(sample.key, wanted, &self.places.cpus[wanted])? {
+                record.place = Some(wanted);
+                record.repins += 1;
+                self.repins += 1;
+            }
+            *record.periods_on.entry(record.place).or_insert(0) += 1;
+            if let Some(trace) = self.trace.as_mut() {
+                let place = record.place.map_or("", |p| &self.place_names[p]);
+                trace.row(time_s, self.period, &record.who, place, sample.speed, utility)?;
+            }
+        }
+        self.period += 1;
+        Ok(())
+    }
+
+    /// Periods run so far.
+    pub fn periods(&self) -> u64 {
+        self.period
+    }
+
+    /// Re-pins made so far.
+    pub fn repins(&self) -> u64 {
+        self.repins
+    }
+
+    /// Live threads' current places, by key (for demos and tests).
+    pub fn current_places(&self) -> HashMap<ThreadKey, Option<usize>> {
+        let live: std::collections::HashSet<ThreadKey> = self.samples.iter().map(|s| s.key).collect();
+        self.threads
+            .iter()
+            .filter(|(k, _)| live.contains(k))
+            .map(|(k, r)| (*k, r.place))
+            .collect()
+    }
+
+    /// Per-thread summaries in key order.
+    pub fn thread_summaries(&self) -> Vec<ThreadSummary> {
+        self.threads
+            .values()
+            .map(|r| ThreadSummary {
+                who: r.who.clone(),
+                periods: r.periods,
+                mean_speed: r.speed.mean(),
+                mean_utility: r.utility.mean(),
+                repins: r.repins,
+                last_place: self.place_name(r.place),
+                time_on: {
+                    let mut shares: Vec<PlaceShare> = r
+                        .periods_on
+                        .iter()
+                        .map(|(p, n)| PlaceShare {
+                            cpus: self.place_name(*p),
+                            share: *n as f64 / r.periods.max(1) as f64,
+                        })
+                        .collect();
+                    shares.sort_by(|a, b| b.share.total_cmp(&a.share));
+                    shares
+                },
+            })
+            .collect()
+    }
+
+    fn place_name(&self, place: Option<usize>) -> String {
+        place.map_or_else(|| "(own)".to_string(), |p| self.place_names[p].clone())
+    }
+
+    pub fn flush_trace(&mut self) -> Result<(), EngineError> {
+        match self.trace.as_mut() {
+            Some(t) => t.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinlearn_policy::{OsPolicy, StaticPolicy};
+    use pinlearn_topology::{CpuSet, Topology};
+
+    /// Threads with fixed speeds; records every placement.
+    struct FakeTarget {
+        threads: Vec<(ThreadKey, Option<f64>)>,
+        initial: Option<usize>,
+        placed: Vec<(ThreadKey, usize)>,
+    }
+
+    impl Target for FakeTarget {
+        fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
+            samples.extend(self.threads.iter().map(|&(key, speed)| ThreadSample { key, speed }));
+            Ok(())
+        }
+        fn place(&mut self, key: ThreadKey, place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {
+            self.placed.push((key, place));
+            Ok(true)
+        }
+        fn initial_place(&self, _key: ThreadKey) -> Option<usize> {
+            self.initial
+        }
+        fn info(&self, key: ThreadKey) -> ThreadInfo {
+            ThreadInfo {
+                pid: 1,
+                tid: key as u32,
+                name: format!("t{key}"),
+            }
+        }
+    }
+
+    fn places() -> Places {
+        Places::new(&Topology::from_synthetic("node:1 core:2 pu:1").expect("synthetic"))
+    }
+
+    #[test]
+    fn os_policy_never_pins_threads_already_on_the_whole_set() {
+        let places = places();
+        let whole = places.layout.whole();
+        let mut engine = Engine::new(Box::new(OsPolicy::new(places.layout.clone())), places, 1, None);
+        let mut target = FakeTarget {
+            threads: vec![(1, None), (2, None)],
+            initial: Some(whole),
+            placed: vec![],
+        };
+        for k in 0..5 {
+            engine.step(&mut target, k as f64 * 0.05).unwrap();
+        }
+        assert!(target.placed.is_empty());
+        assert_eq!(engine.repins(), 0);
+        assert_eq!(engine.periods(), 5);
+    }
+
+    #[test]
+    fn static_policy_pins_each_thread_once_and_new_threads_when_they_appear() {
+        let places = places();
+        let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None);
+        let mut target = FakeTarget {
+            threads: vec![(1, Some(1.0)), (2, Some(1.0))],
+            initial: None,
+            placed: vec![],
+        };
+        engine.step(&mut target, 0.0).unwrap();
+        engine.step(&mut target, 0.05).unwrap();
+        assert_eq!(target.placed, vec![(1, 0), (2, 1)]);
+        target.threads.push((3, None));
+        engine.step(&mut target, 0.1).unwrap();
+        assert_eq!(target.placed.last(), Some(&(3, 0)));
+        assert_eq!(engine.repins(), 3);
+        let summaries = engine.thread_summaries();
+        assert_eq!(summaries.len(), 3);
+        assert_eq!(summaries[0].last_place, "0");
+        assert_eq!(summaries[0].mean_speed, Some(1.0));
+        assert_eq!(summaries[0].time_on[0].cpus, "0");
+    }
+
+    #[test]
+    fn trace_has_the_documented_header_and_one_row_per_thread_per_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.csv");
+        let places = places();
+        let trace = Trace::create(&path).unwrap();
+        let mut engine = Engine::new(
+            Box::new(StaticPolicy::new(places.layout.clone())),
+            places,
+            1,
+            Some(trace),
+        );
+        let mut target = FakeTarget {
+            threads: vec![(7, Some(0.5)), (9, None)],
+            initial: None,
+            placed: vec![],
+        };
+        for k in 0..3 {
+            engine.step(&mut target, k as f64 * 0.05).unwrap();
+        }
+        engine.flush_trace().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("time_s,period,pid,tid,name,place,speed,utility"));
+        let rows: Vec<&str> = lines.collect();
+        assert_eq!(rows.len(), 6);
+        assert!(rows[0].starts_with("0.0000,0,1,7,t7,0,0.500000,"), "{}", rows[0]);
+        assert!(rows[1].starts_with("0.0000,0,1,9,t9,1,,"), "{}", rows[1]);
+    }
+}

@@ -1,0 +1,38 @@
+//! The pinlearn manager: learn where each thread of a running program should
+//! run, and re-pin it.
+//!
+//! ```text
+//!   Request (settings, --cpus, --trace)
+//!      │ Session::prepare: validate everything before touching any thread
+//!      ▼
+//!   Session ─► Engine (policy over Places) ◄──── Target seam ────► LiveProcess (/proc, schedstat,
+//!      │            ▲ step() once per T_CPU                              perf, heartbeats,
+//!      │            │                                                    sched_setaffinity)
+//!      ▼            │                                                 or a simulated machine
+//!   supervise::run / attach (real time, signals)   inprocess::Manager (thread in the app)
+//!      │
+//!      ▼
+//!   restore masks ─► Summary (text or JSON), trace CSV
+//! ```
+
+pub mod config;
+mod engine;
+mod error;
+pub mod events;
+pub mod inprocess;
+pub mod live;
+mod places;
+pub mod session;
+pub mod supervise;
+pub mod target;
+mod trace;
+
+pub use config::{Metric, PolicyChoice, Settings, parse_duration};
+pub use engine::{Engine, PlaceShare, ThreadSummary};
+pub use error::EngineError;
+pub use inprocess::{Manager, Registration};
+pub use places::Places;
+pub use session::{Request, Session};
+pub use supervise::{Stop, Summary};
+pub use target::{Target, ThreadInfo};
+pub use trace::Trace;

@@ -1,0 +1,164 @@
+//! sched_setaffinity per thread id, and putting every mask back.
+//!
+//! ```text
+//!   set(tid, cpus) ──first change of tid──► remember its original mask
+//!                  └──────────────────────► sched_setaffinity(tid, cpus)
+//!   restore_all() / Drop ──► sched_setaffinity(tid, original) for every
+//!                            changed thread still alive (ESRCH is fine)
+//! ```
+//!
+//! Masks are sized to the largest CPU number instead of glibc's fixed
+//! 1024-bit `cpu_set_t` (which `nix::sched::CpuSet` wraps), so machines with
+//! more CPUs work; that is why this calls libc directly.
+
+use pinlearn_topology::CpuSet;
+use std::collections::HashMap;
+use std::io;
+
+const WORD_BITS: usize = u64::BITS as usize;
+
+/// Reads the affinity mask of thread `tid` (0 = the calling thread).
+pub fn get_affinity(tid: u32) -> io::Result<CpuSet> {
+    let mut words = vec![0u64; 8192 / WORD_BITS];
+    // SAFETY: the buffer is valid for its full byte length.
+    let ret = unsafe {
+        libc::sched_getaffinity(
+            tid as libc::pid_t,
+            words.len() * 8,
+            words.as_mut_ptr().cast::<libc::cpu_set_t>(),
+        )
+    };
+    if ret != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(words
+        .iter()
+        .enumerate()
+        .flat_map(|(w, bits)| {
+            (0..WORD_BITS)
+                .filter(move |b| bits & (1u64 << b) != 0)
+                .map(move |b| w * WORD_BITS + b)
+        })
+        .collect())
+}
+
+/// Restricts thread `tid` to `cpus`.
+pub fn set_affinity(tid: u32, cpus: &CpuSet) -> io::Result<()> {
+    let highest = cpus
+        .iter()
+        .last()
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mut words = vec![0u64; highest / WORD_BITS + 1];
+    for cpu in cpus.iter() {
+        words[cpu / WORD_BITS] |= 1u64 << (cpu % WORD_BITS);
+    }
+    // SAFETY: the mask is valid for its full byte length.
+    let ret = unsafe {
+        libc::sched_setaffinity(
+            tid as libc::pid_t,
+            words.len() * 8,
+            words.as_ptr().cast::<libc::cpu_set_t>(),
+        )
+    };
+    if ret != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn is_gone(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ESRCH)
+}
+
+/// The masks pinlearn changed, so they can be put back.
+#[derive(Default)]
+pub struct Affinity {
+    originals: HashMap<u32, CpuSet>,
+}
+
+impl Affinity {
+    /// Moves `tid` to `cpus`, remembering `original` the first time.
+    /// `Ok(false)` when the thread no longer exists.
+    pub fn set(&mut self, tid: u32, original: &CpuSet, cpus: &CpuSet) -> io::Result<bool> {
+        match set_affinity(tid, cpus) {
+            Ok(()) => {
+                self.originals.entry(tid).or_insert_with(|| original.clone());
+                Ok(true)
+            }
+            Err(e) if is_gone(&e) => {
+                self.originals.remove(&tid);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Forgets a thread that has ended.
+    pub fn forget(&mut self, tid: u32) {
+        self.originals.remove(&tid);
+    }
+
+    /// Number of threads whose mask pinlearn changed and has not restored.
+    pub fn changed(&self) -> usize {
+        self.originals.len()
+    }
+
+    /// Puts back every changed mask of a thread still alive. Returns the
+    /// threads that could not be restored (other than ended ones).
+    pub fn restore_all(&mut self) -> Vec<(u32, io::Error)> {
+        let mut failures = Vec::new();
+        for (tid, original) in self.originals.drain() {
+            if let Err(e) = set_affinity(tid, &original)
+                && !is_gone(&e)
+            {
+                failures.push((tid, e));
+            }
+        }
+        failures
+    }
+}
+
+impl Drop for Affinity {
+    fn drop(&mut self) {
+        for (tid, e) in self.restore_all() {
+            eprintln!("pinlearn: could not restore the affinity of thread {tid}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_then_restore_puts_the_original_mask_back() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
+            done_rx.recv().ok();
+        });
+        let tid = rx.recv().unwrap();
+        let original = get_affinity(tid).unwrap();
+        let first = CpuSet::from_iter([original.iter().next().unwrap()]);
+        let mut affinity = Affinity::default();
+        assert!(affinity.set(tid, &original, &first).unwrap());
+        assert_eq!(get_affinity(tid).unwrap(), first);
+        assert_eq!(affinity.changed(), 1);
+        assert!(affinity.restore_all().is_empty());
+        assert_eq!(get_affinity(tid).unwrap(), original);
+        done_tx.send(()).unwrap();
+        worker.join().unwrap();
+    }
+
+    #[test]
+    fn a_vanished_thread_is_not_an_error() {
+        let worker = std::thread::spawn(|| nix::unistd::gettid().as_raw() as u32);
+        let tid = worker.join().unwrap();
+        let cpus = get_affinity(0).unwrap();
+        let mut affinity = Affinity::default();
+        assert!(!affinity.set(tid, &cpus, &cpus).unwrap());
+        assert_eq!(affinity.changed(), 0);
+    }
+}

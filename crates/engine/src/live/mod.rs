@@ -1,0 +1,344 @@
+//! A real Linux process (and, by default, its descendants) as a [`Target`].
+//!
+//! ```text
+//!   observe():
+//!     /proc/ROOT/task/*  ─┐  (+ /proc/PID/task/TID/children, recursively, unless --no-children)
+//!                         ├─► live tids ─► new: open schedstat (+perf), read comm and mask
+//!                         │              └► gone: forget (a vanished thread is never an error)
+//!     probe per thread   ─┴─► speed (cpu | instructions | heartbeat) ─► samples sorted by key
+//!   place(key, cpus):
+//!     Affinity::set (remembers the original mask) ─► sched_setaffinity(tid)
+//!   restore() / Drop:
+//!     every changed thread still alive gets its original mask back
+//! ```
+//!
+//! Keys are the tid plus a generation in the high bits, so a tid the kernel
+//! reuses during a run becomes a new thread for the policy.
+
+mod affinity;
+mod probe;
+
+pub use affinity::{Affinity, get_affinity, set_affinity};
+pub use probe::{instructions_supported, resolve_metric};
+
+use crate::EngineError;
+use crate::config::Metric;
+use crate::target::{Target, ThreadInfo};
+use nix::dir::Dir;
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+use pinlearn_heartbeat::HeartbeatReader;
+use pinlearn_policy::{ThreadKey, ThreadSample};
+use pinlearn_topology::CpuSet;
+use probe::{Instructions, Schedstat};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Which threads of the machine belong to the target.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    /// The process given to `run`/`attach` (or this process, in-process).
+    pub root: u32,
+    /// Follow descendant processes.
+    pub children: bool,
+    /// If set, only these tids are supervised (in-process registration).
+    pub only: Option<Arc<Mutex<HashSet<u32>>>>,
+    /// Tids never supervised (the in-process manager's own thread).
+    pub exclude: Vec<u32>,
+}
+
+struct LiveThread {
+    who: ThreadInfo,
+    original: CpuSet,
+    schedstat: Option<Schedstat>,
+    children: Option<File>,
+    instructions: Option<Instructions>,
+    beats: Option<u64>,
+}
+
+/// The live process tree being supervised.
+pub struct LiveProcess {
+    scope: Scope,
+    metric: Metric,
+    place_cpus: Vec<CpuSet>,
+    threads: BTreeMap<ThreadKey, LiveThread>,
+    key_of: HashMap<u32, ThreadKey>,
+    generation: HashMap<u32, u64>,
+    affinity: Affinity,
+    /// Open /proc/PID/task directories, rewound and re-read every period.
+    task_dirs: HashMap<u32, Dir>,
+    heartbeats: HashMap<u32, HeartbeatReader>,
+    beat_counts: Vec<(u32, u64)>,
+    max_beat_rate: f64,
+    last_observe: Option<Instant>,
+    nominal_period_s: f64,
+}
+
+impl LiveProcess {
+    /// `metric` must already be resolved (not `Auto`); `place_cpus` are the
+    /// CPU sets of the layout's places; `period_s` the nominal period.
+    pub fn new(scope: Scope, metric: Metric, place_cpus: Vec<CpuSet>, period_s: f64) -> Self {
+        LiveProcess {
+            scope,
+            metric,
+            place_cpus,
+            threads: BTreeMap::new(),
+            key_of: HashMap::new(),
+            generation: HashMap::new(),
+            affinity: Affinity::default(),
+            task_dirs: HashMap::new(),
+            heartbeats: HashMap::new(),
+            beat_counts: Vec::new(),
+            max_beat_rate: 0.0,
+            last_observe: None,
+            nominal_period_s: period_s,
+        }
+    }
+
+    /// Puts back the original mask of every thread pinlearn moved.
+    pub fn restore(&mut self) -> Vec<(u32, io::Error)> {
+        self.affinity.restore_all()
+    }
+
+    /// Threads currently supervised.
+    pub fn thread_count(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Every live (pid, tid) of the scope, found through /proc.
+    fn discover(&mut self) -> Vec<(u32, u32)> {
+        let mut found = Vec::new();
+        let mut pending = vec![self.scope.root];
+        let mut seen_pids = HashSet::new();
+        let registered = self
+            .scope
+            .only
+            .as_ref()
+            .map(|set| set.lock().map(|s| s.clone()).unwrap_or_default());
+        while let Some(pid) = pending.pop() {
+            if !seen_pids.insert(pid) {
+                continue;
+            }
+            let dir = match self.task_dirs.entry(pid) {
+                Entry::Occupied(dir) => dir.into_mut(),
+                Entry::Vacant(slot) => {
+                    match Dir::open(
+                        format!("/proc/{pid}/task").as_str(),
+                        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+                        Mode::empty(),
+                    ) {
+                        Ok(dir) => slot.insert(dir),
+                        Err(_) => continue,
+                    }
+                }
+            };
+            let tids: Vec<u32> = dir
+                .iter()
+                .flatten()
+                .filter_map(|entry| entry.file_name().to_str().ok()?.parse().ok())
+                .collect();
+            for tid in tids {
+                if self.scope.children {
+                    let known = self.key_of.get(&tid).and_then(|k| self.threads.get(k));
+                    let children = match known.and_then(|t| t.children.as_ref()) {
+                        Some(file) => read_children(file),
+                        None => File::open(format!("/proc/{pid}/task/{tid}/children"))
+                            .map(|f| read_children(&f))
+                            .unwrap_or_default(),
+                    };
+                    pending.extend(children);
+                }
+                if self.scope.exclude.contains(&tid) {
+                    continue;
+                }
+                if registered.as_ref().is_some_and(|set| !set.contains(&tid)) {
+                    continue;
+                }
+                found.push((pid, tid));
+            }
+        }
+        self.task_dirs
+            .retain(|pid, _| seen_pids.contains(pid) && found.iter().any(|&(p, _)| p == *pid));
+        found
+    }
+
+    fn admit(&mut self, pid: u32, tid: u32) -> Option<LiveThread> {
+        // A thread can end at any moment: failing to open its files means it is gone.
+        let original = get_affinity(tid).ok()?;
+        let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+            .map(|s| s.trim_end().to_string())
+            .unwrap_or_default();
+        let schedstat = match self.metric {
+            Metric::Instructions => None,
+            _ => Some(Schedstat::open(pid, tid).ok()?),
+        };
+        let instructions = match self.metric {
+            Metric::Instructions => Some(Instructions::open(tid).ok()?),
+            _ => None,
+        };
+        let children = self
+            .scope
+            .children
+            .then(|| File::open(format!("/proc/{pid}/task/{tid}/children")).ok())
+            .flatten();
+        Some(LiveThread {
+            who: ThreadInfo { pid, tid, name },
+            original,
+            schedstat,
+            children,
+            instructions,
+            beats: None,
+        })
+    }
+
+    fn refresh_heartbeats(&mut self, pids: &HashSet<u32>) {
+        self.heartbeats.retain(|pid, _| pids.contains(pid));
+        for &pid in pids {
+            if let Entry::Vacant(slot) = self.heartbeats.entry(pid)
+                && let Ok(Some(reader)) = HeartbeatReader::open(pid)
+            {
+                slot.insert(reader);
+            }
+        }
+    }
+}
+
+fn read_children(file: &File) -> Vec<u32> {
+    let mut buf = [0u8; 4096];
+    let n = file.read_at(&mut buf, 0).unwrap_or(0);
+    std::str::from_utf8(&buf[..n])
+        .map(|s| s.split_ascii_whitespace().filter_map(|p| p.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+impl Target for LiveProcess {
+    fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
+        let now = Instant::now();
+        let period_s = self
+            .last_observe
+            .map_or(self.nominal_period_s, |t| now.duration_since(t).as_secs_f64());
+        self.last_observe = Some(now);
+
+        let live = self.discover();
+        let live_tids: HashSet<u32> = live.iter().map(|&(_, tid)| tid).collect();
+        let ended: Vec<u32> = self
+            .key_of
+            .keys()
+            .copied()
+            .filter(|tid| !live_tids.contains(tid))
+            .collect();
+        for tid in ended {
+            if let Some(key) = self.key_of.remove(&tid) {
+                self.threads.remove(&key);
+            }
+            self.affinity.forget(tid);
+            *self.generation.entry(tid).or_insert(0) += 1;
+        }
+        for &(pid, tid) in &live {
+            if self.key_of.contains_key(&tid) {
+                continue;
+            }
+            if let Some(thread) = self.admit(pid, tid) {
+                let key = (self.generation.get(&tid).copied().unwrap_or(0) << 32) | u64::from(tid);
+                self.key_of.insert(tid, key);
+                self.threads.insert(key, thread);
+            }
+        }
+
+        if self.metric == Metric::Heartbeat {
+            let pids: HashSet<u32> = self.threads.values().map(|t| t.who.pid).collect();
+            self.refresh_heartbeats(&pids);
+        }
+        let mut beats: HashMap<u32, u64> = HashMap::new();
+        for reader in self.heartbeats.values() {
+            reader.read_into(&mut self.beat_counts);
+            beats.extend(self.beat_counts.iter().copied());
+        }
+
+        let period_ns = period_s * 1e9;
+        let mut gone = Vec::new();
+        let mut beat_rates = Vec::new();
+        for (&key, thread) in self.threads.iter_mut() {
+            let cpu_share = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
+                Some(Ok(share)) => share,
+                Some(Err(_)) => {
+                    gone.push(key);
+                    continue;
+                }
+                None => None,
+            };
+            let speed = match self.metric {
+                Metric::Instructions => match thread.instructions.as_mut().map(|c| c.gips(period_s)) {
+                    Some(Ok(gips)) => gips,
+                    _ => {
+                        gone.push(key);
+                        continue;
+                    }
+                },
+                Metric::Heartbeat => match beats.get(&thread.who.tid) {
+                    Some(&count) => {
+                        let rate = thread
+                            .beats
+                            .map(|before| count.saturating_sub(before) as f64 / period_s);
+                        thread.beats = Some(count);
+                        if let Some(rate) = rate {
+                            beat_rates.push((samples.len(), rate));
+                        }
+                        None
+                    }
+                    None => cpu_share,
+                },
+                _ => cpu_share,
+            };
+            samples.push(ThreadSample { key, speed });
+        }
+        // Heartbeat rates become speeds relative to the fastest rate seen so far.
+        for &(_, rate) in &beat_rates {
+            self.max_beat_rate = self.max_beat_rate.max(rate);
+        }
+        for (index, rate) in beat_rates {
+            samples[index].speed = (self.max_beat_rate > 0.0).then(|| rate / self.max_beat_rate);
+        }
+        if !gone.is_empty() {
+            samples.retain(|s| !gone.contains(&s.key));
+            for key in gone {
+                if let Some(thread) = self.threads.remove(&key) {
+                    self.key_of.remove(&thread.who.tid);
+                    self.affinity.forget(thread.who.tid);
+                    *self.generation.entry(thread.who.tid).or_insert(0) += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn place(&mut self, key: ThreadKey, _place: usize, cpus: &CpuSet) -> Result<bool, EngineError> {
+        let Some(thread) = self.threads.get(&key) else {
+            return Ok(false);
+        };
+        let tid = thread.who.tid;
+        self.affinity.set(tid, &thread.original, cpus).map_err(|e| {
+            EngineError::io(
+                format!(
+                    "cannot set the affinity of thread {tid} ({}) to {cpus}",
+                    thread.who.name
+                ),
+                e,
+            )
+        })
+    }
+
+    fn initial_place(&self, key: ThreadKey) -> Option<usize> {
+        let original = &self.threads.get(&key)?.original;
+        self.place_cpus.iter().position(|c| c == original)
+    }
+
+    fn info(&self, key: ThreadKey) -> ThreadInfo {
+        self.threads.get(&key).map(|t| t.who.clone()).unwrap_or_default()
+    }
+}

@@ -1,0 +1,108 @@
+//! Everything decided before the first syscall that changes anything.
+//!
+//! ```text
+//!   Settings + --cpus + the target's allowed CPUs + topology
+//!      │ Session::prepare   (all validation happens here: bad input never
+//!      │                     leaves a thread pinned, because nothing is pinned yet)
+//!      ▼
+//!   Session { places, metric (resolved), note for the user, trace file }
+//!      │ engine()  ──► Engine with the chosen policy
+//! ```
+
+use crate::EngineError;
+use crate::config::{Metric, PolicyChoice, Settings};
+use crate::engine::Engine;
+use crate::live::resolve_metric;
+use crate::places::Places;
+use crate::trace::Trace;
+use pinlearn_policy::{LearnPolicy, OsPolicy, Policy, StaticPolicy};
+use pinlearn_topology::{CpuSet, Topology};
+use std::path::PathBuf;
+
+/// What the user asked for, before checking.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub settings: Settings,
+    /// `--cpus`: restrict to these CPUs (must lie within the allowed ones).
+    pub cpus: Option<CpuSet>,
+    /// `--trace FILE`.
+    pub trace: Option<PathBuf>,
+}
+
+/// A checked plan for one supervision.
+pub struct Session {
+    pub settings: Settings,
+    pub topology: Topology,
+    pub places: Places,
+    /// The metric actually used (never `Auto`).
+    pub metric: Metric,
+    /// Said once to the user (e.g. why `auto` fell back to `cpu`).
+    pub metric_note: Option<String>,
+    pub trace: Option<PathBuf>,
+}
+
+impl Session {
+    /// Validates the request against the CPUs the target may use
+    /// (`allowed`: its affinity when pinlearn started, which already
+    /// reflects cgroup cpusets) and the machine's topology.
+    pub fn prepare(request: &Request, allowed: &CpuSet, machine: &Topology) -> Result<Self, EngineError> {
+        request.settings.validate()?;
+        let allowed = match &request.cpus {
+            Some(cpus) => {
+                if cpus.is_empty() {
+                    return Err(EngineError::bad_input("--cpus is empty: give a CPU list such as 0-3,8"));
+                }
+                let outside = cpus.difference(allowed);
+                if !outside.is_empty() {
+                    return Err(EngineError::bad_input(format!(
+                        "--cpus {cpus}: CPUs {outside} are outside the CPUs the target may use ({allowed})"
+                    )));
+                }
+                cpus.clone()
+            }
+            None => allowed.clone(),
+        };
+        let topology = machine
+            .restrict(&allowed)
+            .map_err(|e| EngineError::bad_input(e.to_string()))?;
+        if let Some(path) = &request.trace {
+            // Fail now, before anything runs, if the trace cannot be written.
+            Trace::create(path)?;
+        }
+        let (metric, metric_note) = resolve_metric(request.settings.metric).map_err(EngineError::bad_input)?;
+        Ok(Session {
+            settings: request.settings.clone(),
+            places: Places::new(&topology),
+            topology,
+            metric,
+            metric_note,
+            trace: request.trace.clone(),
+        })
+    }
+
+    /// The policy this session asked for, over its places.
+    pub fn policy(&self) -> Box<dyn Policy> {
+        let layout = self.places.layout.clone();
+        match self.settings.policy {
+            PolicyChoice::Learn => Box::new(LearnPolicy::new(layout, self.settings.learn, self.settings.seed)),
+            PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),
+            PolicyChoice::Os => Box::new(OsPolicy::new(layout)),
+        }
+    }
+
+    /// A fresh engine for this session (creates the trace file).
+    pub fn engine(&self) -> Result<Engine, EngineError> {
+        let trace = self.trace.as_deref().map(Trace::create).transpose()?;
+        Ok(Engine::new(
+            self.policy(),
+            self.places.clone(),
+            self.settings.numa_every(),
+            trace,
+        ))
+    }
+
+    /// The CPUs threads may be placed on.
+    pub fn allowed(&self) -> CpuSet {
+        self.topology.cpus()
+    }
+}

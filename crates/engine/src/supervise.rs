@@ -1,0 +1,367 @@
+//! Real-time supervision of a live process: `run` and `attach`.
+//!
+//! ```text
+//!   Session::prepare (validation) ─► engine ─► [run: spawn CMD]
+//!        │
+//!        ▼  every T_CPU (absolute deadlines, no drift):
+//!   engine.step(LiveProcess) ── between steps, block until the deadline or:
+//!        │                         target ended? --duration over? SIGINT/SIGTERM/SIGHUP?
+//!        ▼  on any way out (also errors and panics, via Drop)
+//!   restore every changed mask ─► flush trace ─► Summary
+//!        │
+//!   run: keep forwarding signals until CMD exits; exit with its status
+//! ```
+//!
+//! Waiting between periods blocks in `poll(2)` (see `events`), so an idle
+//! manager costs nothing between its periods.
+//!
+//! Signals: `run` forwards SIGINT/SIGTERM/SIGHUP sent to pinlearn by another
+//! process (kill) to the program; signals the terminal sends already reach
+//! the whole foreground process group, so those are not sent twice.
+
+use crate::EngineError;
+use crate::engine::{Engine, ThreadSummary};
+use crate::events::{Event, Events};
+use crate::live::{LiveProcess, Scope, get_affinity, set_affinity};
+use crate::session::Session;
+use serde::Serialize;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// The end-of-run report (`--json` prints it as is).
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub policy: String,
+    pub metric: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric_note: Option<String>,
+    pub cpus: String,
+    pub interval_ms: f64,
+    pub wall_s: f64,
+    pub periods: u64,
+    pub threads_seen: usize,
+    pub repins: u64,
+    /// CPU time of the manager itself (user + system).
+    pub manager_cpu_s: f64,
+    /// Manager CPU time as a share of one core over the run, in percent.
+    pub manager_cpu_pct: f64,
+    /// Why supervision ended: `target-exited`, `duration`, `signal SIGINT`, `stopped`.
+    pub ended_by: String,
+    /// The program's exit status (`run` only; 128+N if killed by signal N).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    pub threads: Vec<ThreadSummary>,
+}
+
+impl Summary {
+    /// Human-readable report (what `--json` does not ask for).
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "pinlearn: {} on CPUs {}, metric {}, {:.1} s, {} periods of {} ms\n",
+            self.policy, self.cpus, self.metric, self.wall_s, self.periods, self.interval_ms
+        );
+        out += &format!(
+            "threads seen {}, re-pins {}, manager CPU {:.3} s ({:.2}% of one core), ended by {}\n",
+            self.threads_seen, self.repins, self.manager_cpu_s, self.manager_cpu_pct, self.ended_by
+        );
+        let shown = 32;
+        out += &format!(
+            "  {:>8} {:>8} {:<16} {:>7} {:>10} {:>12} {:>7}  {}\n",
+            "pid", "tid", "name", "periods", "mean speed", "mean utility", "re-pins", "last place"
+        );
+        let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+        for t in self.threads.iter().take(shown) {
+            out += &format!(
+                "  {:>8} {:>8} {:<16} {:>7} {:>10} {:>12} {:>7}  {}\n",
+                t.who.pid,
+                t.who.tid,
+                t.who.name,
+                t.periods,
+                fmt(t.mean_speed),
+                fmt(t.mean_utility),
+                t.repins,
+                t.last_place
+            );
+        }
+        if self.threads.len() > shown {
+            out += &format!(
+                "  ... and {} more threads (use --json for all)\n",
+                self.threads.len() - shown
+            );
+        }
+        out
+    }
+}
+
+/// CPU time (user + system) of the calling process, or of the calling
+/// thread only when `thread_only`.
+pub fn cpu_time(thread_only: bool) -> Duration {
+    let who = if thread_only {
+        libc::RUSAGE_THREAD
+    } else {
+        libc::RUSAGE_SELF
+    };
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Why a supervision loop stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    TargetExited,
+    Duration,
+    Signal(i32),
+    Requested,
+}
+
+impl Stop {
+    fn describe(self) -> String {
+        match self {
+            Stop::TargetExited => "target-exited".into(),
+            Stop::Duration => "duration".into(),
+            Stop::Signal(s) => format!("signal {}", signal_name(s)),
+            Stop::Requested => "stopped".into(),
+        }
+    }
+}
+
+fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| sig.to_string())
+}
+
+/// Runs the engine against `target` every `interval` until `wait` says
+/// stop, then restores every changed affinity. `wait(deadline)` blocks until
+/// `deadline` (returning `None`) or until something ends the supervision.
+pub fn drive(
+    engine: &mut Engine,
+    target: &mut LiveProcess,
+    interval: Duration,
+    mut wait: impl FnMut(Instant) -> Option<Stop>,
+) -> Result<(Stop, Duration), EngineError> {
+    let start = Instant::now();
+    let mut next = start;
+    let result = loop {
+        if let Err(e) = engine.step(target, start.elapsed().as_secs_f64()) {
+            break Err(e);
+        }
+        next += interval;
+        let now = Instant::now();
+        if next < now {
+            next = now + interval;
+        }
+        let stop = loop {
+            if let Some(stop) = wait(next) {
+                break Some(stop);
+            }
+            if Instant::now() >= next {
+                break None;
+            }
+        };
+        if let Some(stop) = stop {
+            break Ok(stop);
+        }
+    };
+    let elapsed = start.elapsed();
+    let failures = target.restore();
+    let flushed = engine.flush_trace();
+    let stop = result?;
+    flushed?;
+    if let Some((tid, e)) = failures.into_iter().next() {
+        return Err(EngineError::io(
+            format!("could not restore the affinity of thread {tid}"),
+            e,
+        ));
+    }
+    Ok((stop, elapsed))
+}
+
+pub(crate) fn summary(session: &Session, engine: &Engine, stop: Stop, wall: Duration, cpu: Duration) -> Summary {
+    let threads = engine.thread_summaries();
+    Summary {
+        policy: engine.policy_name(),
+        metric: session.metric.to_string(),
+        metric_note: session.metric_note.clone(),
+        cpus: session.allowed().to_string(),
+        interval_ms: session.settings.interval.as_secs_f64() * 1e3,
+        wall_s: wall.as_secs_f64(),
+        periods: engine.periods(),
+        threads_seen: threads.len(),
+        repins: engine.repins(),
+        manager_cpu_s: cpu.as_secs_f64(),
+        manager_cpu_pct: 100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9),
+        ended_by: stop.describe(),
+        exit_code: None,
+        threads,
+    }
+}
+
+/// Checks that `pid` exists and that its threads' affinity may be changed,
+/// without changing anything (the current mask is set again).
+pub fn check_attachable(pid: u32) -> Result<(), EngineError> {
+    if pid == 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        return Err(EngineError::bad_input(format!("no process with PID {pid}")));
+    }
+    if pid == std::process::id() {
+        return Err(EngineError::bad_input("pinlearn cannot attach to itself"));
+    }
+    let current =
+        get_affinity(pid).map_err(|e| EngineError::bad_input(format!("cannot read the affinity of PID {pid}: {e}")))?;
+    set_affinity(pid, &current).map_err(|e| match e.raw_os_error() {
+        Some(libc::EPERM) => EngineError::bad_input(format!(
+            "not permitted to change the CPU affinity of PID {pid}: run pinlearn as its owner or with CAP_SYS_NICE"
+        )),
+        Some(libc::ESRCH) => EngineError::bad_input(format!("no process with PID {pid}")),
+        _ => EngineError::io(format!("cannot set the affinity of PID {pid}"), e),
+    })
+}
+
+/// `pinlearn attach PID`: supervise until the process ends, `duration`, or a signal.
+pub fn attach(session: &Session, pid: u32, duration: Option<Duration>) -> Result<Summary, EngineError> {
+    check_attachable(pid)?;
+    let mut events = Events::new(Some(pid))?;
+    let mut engine = session.engine()?;
+    let scope = Scope {
+        root: pid,
+        children: session.settings.children,
+        only: None,
+        exclude: Vec::new(),
+    };
+    let mut target = LiveProcess::new(
+        scope,
+        session.metric,
+        session.places.cpus.clone(),
+        session.settings.interval.as_secs_f64(),
+    );
+    let cpu0 = cpu_time(false);
+    let end = duration.map(|d| Instant::now() + d);
+    let (stop, wall) = drive(
+        &mut engine,
+        &mut target,
+        session.settings.interval,
+        |deadline| match events.wait_until(end.map_or(deadline, |end| end.min(deadline))) {
+            Event::Signal { signal, .. } => Some(Stop::Signal(signal)),
+            Event::TargetMaybeExited => (!process_alive(pid)).then_some(Stop::TargetExited),
+            Event::Deadline => end.is_some_and(|end| Instant::now() >= end).then_some(Stop::Duration),
+        },
+    )?;
+    Ok(summary(session, &engine, stop, wall, cpu_time(false) - cpu0))
+}
+
+fn process_alive(pid: u32) -> bool {
+    match procfs::process::Process::new(pid as i32).and_then(|p| p.stat()) {
+        Ok(stat) => !matches!(stat.state, 'Z' | 'X'),
+        Err(_) => false,
+    }
+}
+
+/// How `run` launched its program.
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// `pinlearn run -- CMD`: launch CMD, supervise it until it exits (or for
+/// `duration`, after which it runs on unsupervised), pass its status through.
+pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) -> Result<Summary, EngineError> {
+    let mut events = Events::new(None)?;
+    let mut engine = session.engine()?;
+    // The signals pinlearn now reads from a signalfd are blocked in this
+    // thread; the program must start with none blocked.
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let empty = nix::sys::signal::SigSet::empty();
+            nix::sys::signal::pthread_sigmask(nix::sys::signal::SigmaskHow::SIG_SETMASK, Some(&empty), None)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child: Child = command.spawn().map_err(|e| {
+        let status = if e.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        };
+        let program = command.get_program().to_string_lossy().into_owned();
+        EngineError::CannotRun {
+            message: format!("cannot run {program}: {e}"),
+            status,
+        }
+    })?;
+    let pid = child.id();
+    events.watch(pid);
+    let forward = |signal: i32, from_process: bool| {
+        if from_process {
+            // SAFETY: plain kill(2) on our own child, which has not been reaped yet.
+            unsafe { libc::kill(pid as libc::pid_t, signal) };
+        }
+    };
+    let scope = Scope {
+        root: pid,
+        children: session.settings.children,
+        only: None,
+        exclude: Vec::new(),
+    };
+    let mut target = LiveProcess::new(
+        scope,
+        session.metric,
+        session.places.cpus.clone(),
+        session.settings.interval.as_secs_f64(),
+    );
+    let cpu0 = cpu_time(false);
+    let end = duration.map(|d| Instant::now() + d);
+    let mut status = None;
+    let driven = drive(
+        &mut engine,
+        &mut target,
+        session.settings.interval,
+        |deadline| match events.wait_until(end.map_or(deadline, |end| end.min(deadline))) {
+            Event::Signal { signal, from_process } => {
+                forward(signal, from_process);
+                None
+            }
+            Event::TargetMaybeExited => match child.try_wait() {
+                Ok(Some(s)) => {
+                    status = Some(s);
+                    Some(Stop::TargetExited)
+                }
+                Ok(None) => None,
+                Err(_) => Some(Stop::TargetExited),
+            },
+            Event::Deadline => end.is_some_and(|end| Instant::now() >= end).then_some(Stop::Duration),
+        },
+    );
+    let manager_cpu = cpu_time(false) - cpu0;
+    let (stop, wall) = match driven {
+        Ok(done) => done,
+        Err(e) => {
+            // The program keeps running unsupervised; wait for it so it is not orphaned.
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    let status = match status {
+        Some(s) => s,
+        None => loop {
+            if let Event::Signal { signal, from_process } = events.wait_until(Instant::now() + Duration::from_secs(1)) {
+                forward(signal, from_process);
+            }
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) => {}
+                Err(e) => return Err(EngineError::io("waiting for the program", e)),
+            }
+        },
+    };
+    let mut report = summary(session, &engine, stop, wall, manager_cpu);
+    report.exit_code = Some(exit_code(status));
+    Ok(report)
+}

@@ -1,0 +1,43 @@
+//! The seam between the engine and what it manages.
+//!
+//! ```text
+//!            ┌──────────── Engine::step ────────────┐
+//!  Target::observe ─► samples ─► Policy ─► Target::place (only on change)
+//!            └──────────────────────────────────────┘
+//!  LiveProcess: /proc + schedstat/perf/heartbeats + sched_setaffinity
+//!  (a simulated machine implements the same trait)
+//! ```
+
+use crate::EngineError;
+use pinlearn_policy::{ThreadKey, ThreadSample};
+use pinlearn_topology::CpuSet;
+
+/// Who a thread is, for traces and summaries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ThreadInfo {
+    /// Process id (0 in a simulation).
+    pub pid: u32,
+    /// Kernel thread id (the simulator's thread index).
+    pub tid: u32,
+    /// Thread name (`comm`), possibly empty.
+    pub name: String,
+}
+
+/// Something whose threads the engine can measure and place.
+pub trait Target {
+    /// Fills `samples` with every live thread, sorted by key, and the speed it
+    /// showed since the previous call (`None` for a thread seen first now or
+    /// one that did not run). Threads absent from the list have ended.
+    fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError>;
+
+    /// Restricts thread `key` to `cpus` (the CPUs of layout place `place`)
+    /// from now on. `Ok(false)` if the thread has meanwhile ended.
+    fn place(&mut self, key: ThreadKey, place: usize, cpus: &CpuSet) -> Result<bool, EngineError>;
+
+    /// The place a newly seen thread already occupies, if its affinity equals
+    /// one of the places (so no syscall is needed to keep it there).
+    fn initial_place(&self, key: ThreadKey) -> Option<usize>;
+
+    /// Who the thread is.
+    fn info(&self, key: ThreadKey) -> ThreadInfo;
+}

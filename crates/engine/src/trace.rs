@@ -1,0 +1,70 @@
+//! `--trace FILE`: one CSV row per thread per period.
+//!
+//! Columns: `time_s, period, pid, tid, name, place, speed, utility`, where
+//! `place` is the CPU list the thread may run on after this period (list
+//! syntax, e.g. `1` or `0-1`), `speed` the measured speed over the period
+//! and `utility` what the policy learned from (empty when unknown).
+
+use crate::EngineError;
+use crate::target::ThreadInfo;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+pub struct Trace {
+    writer: csv::Writer<BufWriter<File>>,
+    path: String,
+}
+
+impl Trace {
+    pub const HEADER: [&'static str; 8] = ["time_s", "period", "pid", "tid", "name", "place", "speed", "utility"];
+
+    pub fn create(path: &Path) -> Result<Self, EngineError> {
+        let file = File::create(path)
+            .map_err(|e| EngineError::bad_input(format!("cannot create trace file {}: {e}", path.display())))?;
+        let mut writer = csv::Writer::from_writer(BufWriter::new(file));
+        let path = path.display().to_string();
+        writer.write_record(Self::HEADER).map_err(|e| csv_error(&path, e))?;
+        Ok(Trace { writer, path })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn row(
+        &mut self,
+        time_s: f64,
+        period: u64,
+        who: &ThreadInfo,
+        place: &str,
+        speed: Option<f64>,
+        utility: f64,
+    ) -> Result<(), EngineError> {
+        let number = |v: f64| {
+            if v.is_finite() {
+                format!("{v:.6}")
+            } else {
+                String::new()
+            }
+        };
+        let record = [
+            format!("{time_s:.4}"),
+            period.to_string(),
+            who.pid.to_string(),
+            who.tid.to_string(),
+            who.name.clone(),
+            place.to_string(),
+            speed.map(number).unwrap_or_default(),
+            number(utility),
+        ];
+        self.writer.write_record(&record).map_err(|e| csv_error(&self.path, e))
+    }
+
+    pub fn flush(&mut self) -> Result<(), EngineError> {
+        self.writer
+            .flush()
+            .map_err(|e| EngineError::io(format!("writing trace {}", self.path), e))
+    }
+}
+
+fn csv_error(path: &str, e: csv::Error) -> EngineError {
+    EngineError::io(format!("writing trace {path}"), std::io::Error::other(e))
+}

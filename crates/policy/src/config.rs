@@ -1,0 +1,391 @@
+//! The learning policy's configuration, as the engine reads it from a TOML
+//! file (or builds it from defaults and flags) and hands it over:
+//!
+//! ```text
+//!   objective = "balanced:0.5"     →  LearnConfig::objective
+//!   reset_on_exit = true           →  LearnConfig::reset_on_exit
+//!   [pla]  step = 0.1 ...          →  LearnConfig::pla   (PlaConfig)
+//!   [numa] eta = 1.25 ...          →  LearnConfig::numa  (AspirationConfig)
+//!            │
+//!            └─► validate() ─► Ok, or ConfigError listing every bad key
+//! ```
+//!
+//! Every field has a default and unknown keys are rejected, so a typo fails
+//! loudly instead of silently using the default.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::aspiration::AspirationConfig;
+use crate::objective::Objective;
+use crate::pla::PlaConfig;
+
+/// Everything the learning policy can be tuned with.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LearnConfig {
+    /// What the core-level learners maximise.
+    pub objective: Objective,
+    /// Core-level perturbed learning automata.
+    pub pla: PlaConfig,
+    /// NUMA-level aspiration learning.
+    pub numa: AspirationConfig,
+    /// Re-assign every thread round-robin when one ends (paper 003 §3.1).
+    pub reset_on_exit: bool,
+}
+
+impl Default for LearnConfig {
+    fn default() -> Self {
+        LearnConfig {
+            objective: Objective::default(),
+            pla: PlaConfig::default(),
+            numa: AspirationConfig::default(),
+            reset_on_exit: true,
+        }
+    }
+}
+
+/// One out-of-range setting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigProblem {
+    /// The key as written in the file, e.g. `pla.step`.
+    pub key: &'static str,
+    pub value: f64,
+    /// The allowed range, e.g. `in (0, 1]`.
+    pub allowed: &'static str,
+}
+
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} = {} is out of range: it must be {}",
+            self.key, self.value, self.allowed
+        )
+    }
+}
+
+/// The learning configuration has settings out of range; one line per
+/// problem.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}", render(.problems))]
+pub struct ConfigError {
+    pub problems: Vec<ConfigProblem>,
+}
+
+fn render(problems: &[ConfigProblem]) -> String {
+    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+}
+
+impl LearnConfig {
+    /// Checks every numeric setting and reports all problems at once.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let open_closed = |v: f64| v > 0.0 && v <= 1.0;
+        let closed = |v: f64| (0.0..=1.0).contains(&v);
+        let checks: [(&'static str, f64, bool, &'static str); 11] = [
+            ("pla.step", self.pla.step, open_closed(self.pla.step), "in (0, 1]"),
+            (
+                "pla.lambda",
+                self.pla.lambda,
+                (0.0..1.0).contains(&self.pla.lambda),
+                "in [0, 1)",
+            ),
+            ("pla.nu", self.pla.nu, open_closed(self.pla.nu), "in (0, 1]"),
+            (
+                "pla.threshold",
+                self.pla.threshold,
+                self.pla.threshold > 0.0 && self.pla.threshold <= 1.5,
+                "in (0, 1.5]",
+            ),
+            (
+                "pla.init_focus",
+                self.pla.init_focus,
+                closed(self.pla.init_focus),
+                "in [0, 1]",
+            ),
+            ("numa.nu", self.numa.nu, open_closed(self.numa.nu), "in (0, 1]"),
+            (
+                "numa.eta",
+                self.numa.eta,
+                self.numa.eta > 1.0 && self.numa.eta.is_finite(),
+                "a finite number > 1",
+            ),
+            (
+                "numa.gamma",
+                self.numa.gamma,
+                self.numa.gamma > 0.0 && self.numa.gamma < 1.0,
+                "in (0, 1)",
+            ),
+            ("numa.zeta", self.numa.zeta, closed(self.numa.zeta), "in [0, 1]"),
+            (
+                "numa.period_s",
+                self.numa.period_s,
+                self.numa.period_s > 0.0 && self.numa.period_s.is_finite(),
+                "a finite number of seconds > 0",
+            ),
+            (
+                "objective",
+                match self.objective {
+                    Objective::Balanced { gamma } => gamma,
+                    _ => 0.0,
+                },
+                match self.objective {
+                    Objective::Balanced { gamma } => gamma.is_finite() && gamma >= 0.0,
+                    _ => true,
+                },
+                "balanced:GAMMA with GAMMA a finite number >= 0",
+            ),
+        ];
+        let problems: Vec<ConfigProblem> = checks
+            .into_iter()
+            .filter(|&(_, _, ok, _)| !ok)
+            .map(|(key, value, _, allowed)| ConfigProblem { key, value, allowed })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_follow_the_papers() {
+        let cfg = LearnConfig::default();
+        assert_eq!(cfg.validate(), Ok(()));
+        assert!(cfg.reset_on_exit);
+        assert_eq!(cfg.objective, Objective::Mean);
+        assert_eq!(cfg.pla.lambda, 0.02);
+        assert_eq!(cfg.numa.gamma, 0.9);
+        assert_eq!(cfg.numa.period_s, 2.0);
+    }
+
+    #[test]
+    fn toml_sections_fill_the_struct_and_the_rest_defaults() {
+        let cfg: LearnConfig = toml::from_str(
+            "objective = \"balanced:0.5\"\nreset_on_exit = false\n[pla]\nstep = 0.1\n[numa]\neta = 1.5\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.objective, Objective::Balanced { gamma: 0.5 });
+        assert!(!cfg.reset_on_exit);
+        assert_eq!(
+            cfg.pla,
+            PlaConfig {
+                step: 0.1,
+                ..PlaConfig::default()
+            }
+        );
+        assert_eq!(
+            cfg.numa,
+            AspirationConfig {
+                eta: 1.5,
+                ..AspirationConfig::default()
+            }
+        );
+        assert_eq!(toml::from_str::<LearnConfig>("").unwrap(), LearnConfig::default());
+        // and back
+        let text = toml::to_string(&cfg).unwrap();
+        assert_eq!(toml::from_str::<LearnConfig>(&text).unwrap(), cfg);
+    }
+
+    #[test]
+    fn unknown_keys_and_objectives_are_rejected() {
+        let err = toml::from_str::<LearnConfig>("[pla]\nstpe = 0.1\n").unwrap_err();
+        assert!(err.to_string().contains("stpe"), "{err}");
+        let err = toml::from_str::<LearnConfig>("objective = \"fast\"\n").unwrap_err();
+        assert!(err.to_string().contains("unknown objective \"fast\""), "{err}");
+        assert!(toml::from_str::<LearnConfig>("[numa]\nperiod = 3.0\n").is_err());
+    }
+
+    fn problem_keys(cfg: &LearnConfig) -> Vec<&'static str> {
+        cfg.validate()
+            .err()
+            .map(|e| e.problems.iter().map(|p| p.key).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn each_bad_setting_is_named_with_its_range() {
+        let base = LearnConfig::default();
+        let cases: Vec<(LearnConfig, &str)> = vec![
+            (
+                LearnConfig {
+                    pla: PlaConfig { step: 0.0, ..base.pla },
+                    ..base
+                },
+                "pla.step",
+            ),
+            (
+                LearnConfig {
+                    pla: PlaConfig { step: 1.5, ..base.pla },
+                    ..base
+                },
+                "pla.step",
+            ),
+            (
+                LearnConfig {
+                    pla: PlaConfig {
+                        lambda: 1.0,
+                        ..base.pla
+                    },
+                    ..base
+                },
+                "pla.lambda",
+            ),
+            (
+                LearnConfig {
+                    pla: PlaConfig {
+                        lambda: -0.1,
+                        ..base.pla
+                    },
+                    ..base
+                },
+                "pla.lambda",
+            ),
+            (
+                LearnConfig {
+                    pla: PlaConfig {
+                        nu: f64::NAN,
+                        ..base.pla
+                    },
+                    ..base
+                },
+                "pla.nu",
+            ),
+            (
+                LearnConfig {
+                    pla: PlaConfig {
+                        threshold: 1.6,
+                        ..base.pla
+                    },
+                    ..base
+                },
+                "pla.threshold",
+            ),
+            (
+                LearnConfig {
+                    pla: PlaConfig {
+                        threshold: 0.0,
+                        ..base.pla
+                    },
+                    ..base
+                },
+                "pla.threshold",
+            ),
+            (
+                LearnConfig {
+                    pla: PlaConfig {
+                        init_focus: 1.1,
+                        ..base.pla
+                    },
+                    ..base
+                },
+                "pla.init_focus",
+            ),
+            (
+                LearnConfig {
+                    numa: AspirationConfig { nu: 0.0, ..base.numa },
+                    ..base
+                },
+                "numa.nu",
+            ),
+            (
+                LearnConfig {
+                    numa: AspirationConfig { eta: 0.8, ..base.numa },
+                    ..base
+                },
+                "numa.eta",
+            ),
+            (
+                LearnConfig {
+                    numa: AspirationConfig { eta: 1.0, ..base.numa },
+                    ..base
+                },
+                "numa.eta",
+            ),
+            (
+                LearnConfig {
+                    numa: AspirationConfig {
+                        gamma: 1.0,
+                        ..base.numa
+                    },
+                    ..base
+                },
+                "numa.gamma",
+            ),
+            (
+                LearnConfig {
+                    numa: AspirationConfig {
+                        zeta: -0.5,
+                        ..base.numa
+                    },
+                    ..base
+                },
+                "numa.zeta",
+            ),
+            (
+                LearnConfig {
+                    numa: AspirationConfig {
+                        period_s: 0.0,
+                        ..base.numa
+                    },
+                    ..base
+                },
+                "numa.period_s",
+            ),
+            (
+                LearnConfig {
+                    objective: Objective::Balanced { gamma: -1.0 },
+                    ..base
+                },
+                "objective",
+            ),
+        ];
+        for (cfg, key) in cases {
+            assert_eq!(problem_keys(&cfg), vec![key]);
+        }
+        // edges that are allowed
+        let edges = LearnConfig {
+            pla: PlaConfig {
+                step: 1.0,
+                lambda: 0.0,
+                nu: 1.0,
+                threshold: 1.5,
+                init_focus: 0.0,
+            },
+            numa: AspirationConfig {
+                nu: 1.0,
+                zeta: 1.0,
+                ..base.numa
+            },
+            ..base
+        };
+        assert_eq!(edges.validate(), Ok(()));
+    }
+
+    #[test]
+    fn all_problems_are_reported_one_per_line() {
+        let cfg = LearnConfig {
+            pla: PlaConfig {
+                step: 2.0,
+                ..PlaConfig::default()
+            },
+            numa: AspirationConfig {
+                eta: 0.8,
+                ..AspirationConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        let err = cfg.validate().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "pla.step = 2 is out of range: it must be in (0, 1]\n\
+             numa.eta = 0.8 is out of range: it must be a finite number > 1"
+        );
+    }
+}

@@ -1,0 +1,485 @@
+//! The learning policy: a perturbed learning automaton per thread picks a
+//! place inside the thread's NUMA node every core period, and aspiration
+//! learning moves at most one thread to another node every NUMA period.
+//!
+//! ```text
+//!   decide(input)  (threads sorted by key)
+//!     │
+//!     ├─1─ reconcile with last period's threads (sorted merge)
+//!     │      new thread  ─► k-th ever seen: core = all_cores[k mod ncores],
+//!     │                     node = that core's node, PLA over
+//!     │                     [cores of node..., node place], current = core
+//!     │      one ended   ─► reset_on_exit: everyone re-assigned round-robin
+//!     │                     from scratch, in key order (fresh PLA + NUMA state)
+//!     │
+//!     ├─2─ u = objective.utilities(speeds)
+//!     │      every thread not fresh: pla.learn(u_i)  (reinforces last period's place)
+//!     │
+//!     ├─3─ NUMA level (2+ nodes): add each thread's own speed to its tally
+//!     │      on numa_tick: aspiration.step(mean speeds) ─► ≤ 1 migration
+//!     │        the mover gets a fresh PLA over its new node, current = the
+//!     │        least crowded core there
+//!     │
+//!     └─4─ place_i = fresh ? pla.current() : pla.choose(rng)
+//!            ─► Decision { place, utility = u }
+//! ```
+//!
+//! "Fresh" threads (new, just reset, just migrated) take their assigned place
+//! without drawing and do not learn from the period's speed, which was
+//! measured somewhere else. All randomness comes from one ChaCha8 RNG seeded
+//! by the caller and used in key order (aspiration first, then the draws), so
+//! the same inputs give the same decisions bit for bit.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::aspiration::{Aspiration, NumaState};
+use crate::config::LearnConfig;
+use crate::layout::Layout;
+use crate::objective::sanitise_speed;
+use crate::pla::Pla;
+use crate::{Decision, PeriodInput, Policy, ThreadKey};
+
+/// Core-level perturbed learning automata plus NUMA-level aspiration
+/// learning (PaRLSched).
+#[derive(Clone, Debug)]
+pub struct LearnPolicy {
+    layout: Layout,
+    cfg: LearnConfig,
+    rng: ChaCha8Rng,
+    aspiration: Aspiration,
+    /// Every core place, in layout order: the round-robin sequence.
+    cores: Vec<usize>,
+    /// Per node, the actions of its threads: its core places, then its
+    /// node place.
+    node_actions: Vec<Vec<usize>>,
+    /// Threads assigned round-robin since the start or the last reset.
+    round_robin: u64,
+    /// Live threads, sorted by key.
+    threads: Vec<LearnThread>,
+}
+
+#[derive(Clone, Debug)]
+struct LearnThread {
+    key: ThreadKey,
+    pla: Pla,
+    numa: NumaState,
+    /// Sum and count of the thread's known own speeds since the last NUMA
+    /// tick.
+    numa_speed_sum: f64,
+    numa_speed_count: u32,
+    /// Takes `pla.current()` this period without drawing, and does not learn
+    /// from this period's speed.
+    fresh: bool,
+}
+
+impl LearnPolicy {
+    /// A learner over `layout`'s places. `cfg` should have passed
+    /// [`LearnConfig::validate`]; out-of-range values are not rejected here
+    /// but can only make learning useless, never panic.
+    pub fn new(layout: Layout, cfg: LearnConfig, seed: u64) -> Self {
+        let cores = layout.all_cores().collect();
+        let node_actions = (0..layout.nodes())
+            .map(|node| layout.cores_of(node).chain([layout.node_place(node)]).collect())
+            .collect();
+        LearnPolicy {
+            aspiration: Aspiration::new(cfg.numa, layout.nodes()),
+            layout,
+            cfg,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            cores,
+            node_actions,
+            round_robin: 0,
+            threads: Vec::new(),
+        }
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn config(&self) -> &LearnConfig {
+        &self.cfg
+    }
+
+    /// The live threads, in key order.
+    pub fn keys(&self) -> impl Iterator<Item = ThreadKey> + '_ {
+        self.threads.iter().map(|t| t.key)
+    }
+
+    /// The core-level automaton of a live thread (its actions, strategy,
+    /// running average and current place).
+    pub fn pla(&self, key: ThreadKey) -> Option<&Pla> {
+        self.thread(key).map(|t| &t.pla)
+    }
+
+    /// The NUMA-level state of a live thread (its node and aspiration
+    /// levels).
+    pub fn numa_state(&self, key: ThreadKey) -> Option<&NumaState> {
+        self.thread(key).map(|t| &t.numa)
+    }
+
+    fn thread(&self, key: ThreadKey) -> Option<&LearnThread> {
+        self.threads
+            .binary_search_by_key(&key, |t| t.key)
+            .ok()
+            .map(|i| &self.threads[i])
+    }
+
+    /// The next thread in round-robin order: its core, node, and a fresh
+    /// automaton over the node's actions starting on that core.
+    fn assign_round_robin(&mut self, key: ThreadKey) -> LearnThread {
+        let core = self.cores[(self.round_robin % self.cores.len() as u64) as usize];
+        self.round_robin += 1;
+        let node = self.node_of_core(core);
+        LearnThread {
+            key,
+            pla: self.fresh_pla(node, core),
+            numa: NumaState::new(node),
+            numa_speed_sum: 0.0,
+            numa_speed_count: 0,
+            fresh: true,
+        }
+    }
+
+    fn node_of_core(&self, core: usize) -> usize {
+        self.layout.places()[core].node.expect("a core place lies in a node")
+    }
+
+    fn fresh_pla(&self, node: usize, core: usize) -> Pla {
+        let actions = self.node_actions[node].clone();
+        let first = actions
+            .iter()
+            .position(|&place| place == core)
+            .expect("the core is one of its node's places");
+        Pla::new(actions, first, self.cfg.pla)
+    }
+
+    /// The core of `node` the fewest threads ran on last period (the first
+    /// such core on ties).
+    fn least_crowded_core(&self, node: usize) -> usize {
+        let mut crowd = vec![0usize; self.layout.places().len()];
+        for thread in &self.threads {
+            crowd[thread.pla.current()] += 1;
+        }
+        let actions = &self.node_actions[node];
+        let node_cores = &actions[..actions.len() - 1];
+        node_cores
+            .iter()
+            .copied()
+            .min_by_key(|&core| crowd[core])
+            .unwrap_or(actions[0])
+    }
+
+    /// Step 1: carries matched threads over, starts new ones, and resets
+    /// everyone when a thread ended and `reset_on_exit` is set.
+    fn reconcile(&mut self, input: &PeriodInput<'_>) {
+        debug_assert!(
+            input.threads.windows(2).all(|w| w[0].key < w[1].key),
+            "threads must be sorted by key"
+        );
+        let mut previous = std::mem::take(&mut self.threads).into_iter().peekable();
+        let mut ended = false;
+        let mut threads = Vec::with_capacity(input.threads.len());
+        for sample in input.threads {
+            while previous.next_if(|t| t.key < sample.key).is_some() {
+                ended = true;
+            }
+            let thread = match previous.next_if(|t| t.key == sample.key) {
+                Some(thread) => thread,
+                None => self.assign_round_robin(sample.key),
+            };
+            threads.push(thread);
+        }
+        ended |= previous.next().is_some();
+        self.threads = threads;
+
+        if ended && self.cfg.reset_on_exit {
+            self.round_robin = 0;
+            for index in 0..self.threads.len() {
+                let key = self.threads[index].key;
+                self.threads[index] = self.assign_round_robin(key);
+            }
+        }
+    }
+
+    /// Step 3 on a NUMA tick: one aspiration step over the mean speeds since
+    /// the last tick, then the (at most one) migration.
+    fn numa_tick(&mut self) {
+        let mean_speeds: Vec<Option<f64>> = self
+            .threads
+            .iter()
+            .map(|t| (t.numa_speed_count > 0).then(|| t.numa_speed_sum / f64::from(t.numa_speed_count)))
+            .collect();
+        let mut states: Vec<NumaState> = self.threads.iter().map(|t| t.numa).collect();
+        let migration = self.aspiration.step(&mut states, &mean_speeds, &mut self.rng);
+        for (thread, state) in self.threads.iter_mut().zip(states) {
+            thread.numa = state;
+            thread.numa_speed_sum = 0.0;
+            thread.numa_speed_count = 0;
+        }
+        if let Some(migration) = migration {
+            let core = self.least_crowded_core(migration.to);
+            let pla = self.fresh_pla(migration.to, core);
+            let mover = &mut self.threads[migration.thread];
+            mover.pla = pla;
+            mover.fresh = true;
+        }
+    }
+}
+
+impl Policy for LearnPolicy {
+    fn name(&self) -> String {
+        format!("learn:{}", self.cfg.objective)
+    }
+
+    fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
+        self.reconcile(input);
+
+        let speeds: Vec<Option<f64>> = input.threads.iter().map(|t| t.speed).collect();
+        let utility = self.cfg.objective.utilities(&speeds);
+        for (thread, &u) in self.threads.iter_mut().zip(&utility) {
+            if !thread.fresh {
+                thread.pla.learn(u);
+            }
+        }
+
+        if self.layout.nodes() > 1 {
+            for (thread, &speed) in self.threads.iter_mut().zip(&speeds) {
+                if let (false, Some(speed)) = (thread.fresh, sanitise_speed(speed)) {
+                    thread.numa_speed_sum += speed;
+                    thread.numa_speed_count += 1;
+                }
+            }
+            if input.numa_tick {
+                self.numa_tick();
+            }
+        }
+
+        let rng = &mut self.rng;
+        let place = self
+            .threads
+            .iter_mut()
+            .map(|thread| {
+                if std::mem::take(&mut thread.fresh) {
+                    thread.pla.current()
+                } else {
+                    thread.pla.choose(rng)
+                }
+            })
+            .collect();
+        Decision { place, utility }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aspiration::{AspirationConfig, AspirationLevels};
+    use crate::objective::Objective;
+    use crate::{PlaceKind, ThreadSample};
+
+    fn samples(keys: &[ThreadKey], speed: Option<f64>) -> Vec<ThreadSample> {
+        keys.iter().map(|&key| ThreadSample { key, speed }).collect()
+    }
+
+    fn input(period: u64, threads: &[ThreadSample], numa_tick: bool) -> PeriodInput<'_> {
+        PeriodInput {
+            period,
+            time_s: period as f64 * 0.05,
+            threads,
+            numa_tick,
+        }
+    }
+
+    #[test]
+    fn name_carries_the_objective() {
+        let cfg = LearnConfig {
+            objective: Objective::Balanced { gamma: 1.0 },
+            ..LearnConfig::default()
+        };
+        assert_eq!(
+            LearnPolicy::new(Layout::uniform(1, 2), cfg, 0).name(),
+            "learn:balanced:1"
+        );
+        assert_eq!(
+            LearnPolicy::new(Layout::uniform(1, 2), LearnConfig::default(), 0).name(),
+            "learn:mean"
+        );
+    }
+
+    #[test]
+    fn empty_thread_lists_are_fine() {
+        let mut policy = LearnPolicy::new(Layout::uniform(2, 2), LearnConfig::default(), 1);
+        for period in 0..3 {
+            assert_eq!(policy.decide(&input(period, &[], true)), Decision::default());
+        }
+    }
+
+    #[test]
+    fn new_threads_start_round_robin_with_actions_of_their_node() {
+        let layout = Layout::uniform(2, 2); // node 0: cores 0 1, node place 2; node 1: 3 4, 5; machine 6
+        let mut policy = LearnPolicy::new(layout, LearnConfig::default(), 1);
+        let threads = samples(&[1, 2, 3, 4, 5], None);
+        let decision = policy.decide(&input(0, &threads, false));
+        assert_eq!(decision.place, vec![0, 1, 3, 4, 0]);
+        assert!(decision.utility.iter().all(|u| u.is_nan()));
+        assert_eq!(policy.pla(1).unwrap().actions(), &[0, 1, 2]);
+        assert_eq!(policy.pla(3).unwrap().actions(), &[3, 4, 5]);
+        assert_eq!(policy.numa_state(4).unwrap().node, 1);
+        assert_eq!(policy.numa_state(5).unwrap().node, 0);
+
+        // A later arrival continues the sequence, the others draw from
+        // their node.
+        let threads = samples(&[1, 2, 3, 4, 5, 6], Some(0.5));
+        let decision = policy.decide(&input(1, &threads, false));
+        assert_eq!(decision.place[5], 1);
+        for (key, &place) in (1..=5).zip(&decision.place) {
+            assert!(policy.pla(key).unwrap().actions().contains(&place));
+        }
+        assert_eq!(policy.keys().collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn an_ended_thread_resets_everyone_round_robin() {
+        let layout = Layout::uniform(1, 3);
+        let mut policy = LearnPolicy::new(layout, LearnConfig::default(), 5);
+        let all = samples(&[10, 20, 30, 40], Some(1.0));
+        for period in 0..200 {
+            policy.decide(&input(period, &all, false));
+        }
+        assert!(policy.pla(40).unwrap().ubar().is_some());
+        let rest = samples(&[10, 30, 40], Some(1.0));
+        let decision = policy.decide(&input(200, &rest, false));
+        assert_eq!(decision.place, vec![0, 1, 2], "round-robin from scratch");
+        for (first, key) in [10, 30, 40].into_iter().enumerate() {
+            let pla = policy.pla(key).unwrap();
+            assert_eq!(pla.ubar(), None, "fresh automaton");
+            assert_eq!(
+                pla.x(),
+                Pla::new(vec![0, 1, 2, 3], first, LearnConfig::default().pla).x()
+            );
+        }
+        assert!(policy.pla(20).is_none());
+        // A thread arriving afterwards continues the new sequence.
+        let more = samples(&[10, 30, 40, 50], Some(1.0));
+        assert_eq!(policy.decide(&input(201, &more, false)).place[3], 0);
+    }
+
+    #[test]
+    fn without_reset_an_ended_thread_changes_nobody() {
+        let cfg = LearnConfig {
+            reset_on_exit: false,
+            ..LearnConfig::default()
+        };
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 3), cfg, 5);
+        let all = samples(&[10, 20, 30], Some(1.0));
+        for period in 0..50 {
+            policy.decide(&input(period, &all, false));
+        }
+        let decision = policy.decide(&input(50, &samples(&[10, 30], Some(1.0)), false));
+        for key in [10, 30] {
+            // a reset automaton would have no running average yet
+            assert!(policy.pla(key).unwrap().ubar().is_some(), "thread {key} was reset");
+        }
+        assert_eq!(decision.place.len(), 2);
+    }
+
+    #[test]
+    fn one_core_and_silent_threads_are_handled() {
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 1), LearnConfig::default(), 3);
+        let threads = vec![
+            ThreadSample { key: 1, speed: None },
+            ThreadSample {
+                key: 2,
+                speed: Some(0.5),
+            },
+        ];
+        for period in 0..100 {
+            let decision = policy.decide(&input(period, &threads, true));
+            assert!(decision.place.iter().all(|&p| p == 0 || p == 1), "{decision:?}");
+            assert!(decision.utility[0].is_nan());
+        }
+        assert_eq!(policy.pla(1).unwrap().ubar(), None, "never measured, never learned");
+        assert_eq!(policy.pla(2).unwrap().ubar(), Some(0.5));
+    }
+
+    #[test]
+    fn a_numa_migration_gives_a_fresh_strategy_on_the_new_node() {
+        // Node 0 is slow for its threads, node 1 has no thread: with zeta = 1
+        // someone tries node 1 on the first tick after being measured.
+        let cfg = LearnConfig {
+            numa: AspirationConfig {
+                zeta: 1.0,
+                ..AspirationConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        let layout = Layout::new(&[vec![1, 1, 1], vec![1, 1]]); // node 0: 0 1 2 | 3; node 1: 4 5 | 6
+        let mut policy = LearnPolicy::new(layout, cfg, 8);
+        let keys = [1, 2];
+        let threads = samples(&keys, Some(0.3));
+        // Round-robin puts both threads on node 0 (cores 0 and 1).
+        assert_eq!(policy.decide(&input(0, &threads, false)).place, vec![0, 1]);
+        assert_eq!(policy.numa_state(1).unwrap().node, 0);
+        assert_eq!(policy.numa_state(2).unwrap().node, 0);
+        for period in 1..20 {
+            policy.decide(&input(period, &threads, false));
+        }
+        let decision = policy.decide(&input(20, &threads, true));
+        let movers: Vec<ThreadKey> = keys
+            .iter()
+            .copied()
+            .filter(|&k| policy.numa_state(k).unwrap().node == 1)
+            .collect();
+        assert_eq!(movers.len(), 1, "exactly one thread migrates");
+        let mover = movers[0];
+        let pla = policy.pla(mover).unwrap();
+        assert_eq!(pla.actions(), &[4, 5, 6]);
+        assert_eq!(pla.ubar(), None, "strategy reset");
+        assert_eq!(pla.x(), Pla::new(vec![4, 5, 6], 0, cfg.pla).x());
+        let slot = keys.iter().position(|&k| k == mover).unwrap();
+        assert_eq!(
+            decision.place[slot], 4,
+            "least crowded core of node 1, taken without drawing"
+        );
+        let levels: AspirationLevels = policy.numa_state(mover).unwrap().levels.unwrap();
+        assert!(
+            (levels.rho - 0.3).abs() < 1e-12,
+            "aspiration saw the mean speed of the period"
+        );
+        // The mover learns on its new node from then on.
+        for period in 21..40 {
+            let decision = policy.decide(&input(period, &threads, false));
+            assert!([4, 5, 6].contains(&decision.place[slot]));
+        }
+    }
+
+    #[test]
+    fn numa_ticks_do_nothing_on_one_node() {
+        let cfg = LearnConfig {
+            numa: AspirationConfig {
+                zeta: 1.0,
+                ..AspirationConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 2), cfg, 8);
+        let threads = samples(&[1, 2], Some(0.3));
+        for period in 0..30 {
+            policy.decide(&input(period, &threads, true));
+        }
+        assert_eq!(policy.numa_state(1).unwrap().levels, None);
+    }
+
+    #[test]
+    fn node_place_is_an_action() {
+        let layout = Layout::uniform(2, 2);
+        let policy = LearnPolicy::new(layout.clone(), LearnConfig::default(), 0);
+        for (node, actions) in policy.node_actions.iter().enumerate() {
+            let last = *actions.last().unwrap();
+            assert_eq!(layout.places()[last].kind, PlaceKind::Node);
+            assert_eq!(layout.places()[last].node, Some(node));
+        }
+    }
+}

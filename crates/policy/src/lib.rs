@@ -1,0 +1,84 @@
+//! Scheduling policies as pure, seeded state machines.
+//!
+//! ```text
+//!   engine (real process or simulator), once per core period T_CPU:
+//!
+//!   ThreadSample[] ──► Policy::decide(PeriodInput) ──► Decision { place[i], utility[i] }
+//!   (stable order,        │                                  │
+//!    speed per thread)    │ learn: objective f(speeds)       └─► engine pins thread i to
+//!                         │        PLA per thread (cores)         layout.places[place[i]]
+//!                         │        aspiration per thread (nodes) when numa_tick
+//!                         │ static: round-robin once
+//!                         │ os: the wide place, never pin
+//! ```
+//!
+//! Nothing here makes a syscall or reads a clock: every input arrives in
+//! [`PeriodInput`], and all randomness comes from a ChaCha RNG seeded by the
+//! caller, so a run is reproducible bit for bit and the same code drives a
+//! real process and the simulated machine.
+
+mod aspiration;
+mod config;
+mod layout;
+mod learn;
+mod objective;
+mod pla;
+mod simple;
+
+pub use aspiration::{
+    Aspiration, AspirationConfig, AspirationLevels, BenchmarkUpdate, Migration, MoveReason, NumaState, better_replies,
+    move_intent,
+};
+pub use config::{ConfigError, ConfigProblem, LearnConfig};
+pub use layout::{Layout, PlaceKind, PlaceSpec};
+pub use learn::LearnPolicy;
+pub use objective::{Objective, ParseObjectiveError};
+pub use pla::{Pla, PlaConfig};
+pub use simple::{OsPolicy, StaticPolicy};
+
+/// Identifies a thread for its whole life (a kernel TID for real processes,
+/// an index in the simulator). Keys are never reused within one run.
+pub type ThreadKey = u64;
+
+/// What was measured of one live thread over the period that just ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ThreadSample {
+    pub key: ThreadKey,
+    /// Speed over the period, larger is better, in the metric's unit
+    /// (share of a nominal core for `cpu`, 1e9 instructions/s for
+    /// `instructions`, normalised beats for `heartbeat`). `None` when there is
+    /// nothing to learn from: the thread is new, or was not runnable at all.
+    pub speed: Option<f64>,
+}
+
+/// Everything a policy gets for one core-level period.
+#[derive(Clone, Copy, Debug)]
+pub struct PeriodInput<'a> {
+    /// Period number, 0 for the first call.
+    pub period: u64,
+    /// Seconds since the manager started (real or simulated).
+    pub time_s: f64,
+    /// Every live thread, sorted by key. Threads absent from the previous call
+    /// are new; threads present before and absent now have ended.
+    pub threads: &'a [ThreadSample],
+    /// True when a NUMA-level period (T_NUMA) also ends with this period.
+    pub numa_tick: bool,
+}
+
+/// A policy's answer for one period, aligned with `PeriodInput::threads`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Decision {
+    /// Index into `Layout::places` for every thread.
+    pub place: Vec<usize>,
+    /// The utility each thread learned from this period (NaN where none),
+    /// for traces and summaries.
+    pub utility: Vec<f64>,
+}
+
+/// A scheduling policy: one decision per core-level period.
+pub trait Policy: Send {
+    /// Short name for tables and traces (`os`, `static`, `learn:mean`, ...).
+    fn name(&self) -> String;
+    /// Decide where every live thread runs during the next period.
+    fn decide(&mut self, input: &PeriodInput<'_>) -> Decision;
+}

@@ -1,0 +1,471 @@
+//! `Topology`: the machine as NUMA nodes of cores of PUs, read through hwloc.
+//!
+//! hwloc describes a machine as a tree (machine, packages, L3 groups, cores,
+//! PUs) with NUMA nodes hanging off it as memory children. pinlearn only
+//! needs the places a thread can be pinned to, so this module flattens that
+//! tree into plain data and drops hwloc right after reading it:
+//!
+//! ```text
+//!   hwloc source ──► hwlocality::Topology ──► PUs (OS indices)
+//!   (this machine,                            NUMA nodes' CPUs ─► each PU goes to the
+//!    synthetic,                                                   smallest node holding it
+//!    XML file)                                Cores' PUs ────────► split per node
+//!                                                   │
+//!                                                   ▼  from_nodes (validates, sorts)
+//!                           Topology { nodes: [Node { os_index, cpus, cores }], source }
+//!                                                   │
+//!                         map_onto(real) / restrict(allowed) ─► a new, validated Topology
+//! ```
+//!
+//! Memory-only NUMA nodes (and nodes whose CPUs all belong to a closer node,
+//! such as high-bandwidth memory attached next to DDR) get no CPU and are
+//! left out. PUs that no hwloc Core covers become one-PU cores. CPU numbers
+//! are OS indices: what `sched_setaffinity` takes.
+
+use crate::cpuset::CpuSet;
+use hwlocality::object::types::ObjectType;
+use hwlocality::topology::builder::{FileInputError, StringInputError, TopologyBuilder};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+use thiserror::Error;
+
+/// Example given in error messages when a topology description is wrong.
+const SPEC_HINT: &str =
+    "give an hwloc synthetic string such as \"node:2 core:4 pu:1\" or an XML file from `lstopo --of xml`";
+
+/// Width at which `describe` wraps the list of cores.
+const DESCRIBE_WIDTH: usize = 100;
+
+/// Why a topology could not be read, built or transformed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TopologyError {
+    #[error(
+        "hwloc could not read this machine's topology ({reason}); check that /sys is mounted, or give a topology with a synthetic string or an lstopo XML file"
+    )]
+    Detect { reason: String },
+    #[error("invalid synthetic topology \"{spec}\": {reason}; {SPEC_HINT}")]
+    InvalidSynthetic { spec: String, reason: String },
+    #[error(
+        "cannot load topology XML file {path}: {reason}; write one with `lstopo --of xml FILE` or give a synthetic string such as \"node:2 core:4 pu:1\""
+    )]
+    InvalidXml { path: String, reason: String },
+    #[error("topology file \"{spec}\" does not exist; {SPEC_HINT}")]
+    MissingFile { spec: String },
+    #[error("the topology from {source_name} has no CPUs; {SPEC_HINT}")]
+    NoCpus { source_name: String },
+    #[error("a topology needs at least one node with CPUs")]
+    NoNodes,
+    #[error("node {node} appears twice; every NUMA node index must be unique")]
+    DuplicateNode { node: u32 },
+    #[error("node {node} has no cores; every node needs at least one core")]
+    NodeWithoutCores { node: u32 },
+    #[error("node {node} has an empty core; every core needs at least one CPU")]
+    EmptyCore { node: u32 },
+    #[error("CPU {cpu} is in two cores; every CPU must belong to exactly one core")]
+    CpuInTwoCores { cpu: usize },
+    #[error(
+        "node {node} lists CPUs {listed} but its cores hold {in_cores}; a node's CPUs must be the union of its cores"
+    )]
+    NodeCpusMismatch {
+        node: u32,
+        listed: CpuSet,
+        in_cores: CpuSet,
+    },
+    #[error(
+        "the topology has {topology_count} CPUs ({topology_cpus}) but the real CPU set {real_cpus} has {real_count}; mapping a topology onto real CPUs needs the same number on both sides"
+    )]
+    CountMismatch {
+        topology_count: usize,
+        topology_cpus: CpuSet,
+        real_count: usize,
+        real_cpus: CpuSet,
+    },
+    #[error("none of the CPUs {allowed} is in this topology ({cpus})")]
+    NothingAllowed { allowed: CpuSet, cpus: CpuSet },
+}
+
+/// A NUMA node and the CPUs it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Node {
+    /// The node's OS index (what `numactl -N` and `mbind` take).
+    pub os_index: u32,
+    /// Every CPU of the node: the union of `cores`.
+    pub cpus: CpuSet,
+    /// The PUs (hardware threads) of each core, sorted by their first CPU.
+    pub cores: Vec<CpuSet>,
+}
+
+/// The machine's places: NUMA nodes of cores of CPUs.
+///
+/// Invariants (checked by [`Topology::from_nodes`]): at least one node;
+/// nodes sorted by `os_index`, unique; every node has at least one core;
+/// every core has at least one CPU and no CPU is in two cores; a node's
+/// `cpus` is the union of its cores.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Topology {
+    nodes: Vec<Node>,
+    source: String,
+}
+
+impl Topology {
+    /// This machine, as hwloc sees it (only the CPUs this process may use).
+    pub fn detect() -> Result<Self, TopologyError> {
+        let hwloc = hwlocality::Topology::new().map_err(|error| TopologyError::Detect {
+            reason: error.to_string(),
+        })?;
+        Self::from_hwloc(&hwloc, "hwloc: this machine".to_string())
+    }
+
+    /// An hwloc synthetic description such as `"node:2 core:14 pu:1"`; CPU
+    /// numbers are the synthetic PUs' OS indices (0..n-1 by default).
+    pub fn from_synthetic(spec: &str) -> Result<Self, TopologyError> {
+        let spec = spec.trim();
+        let invalid = |reason: &str| TopologyError::InvalidSynthetic {
+            spec: spec.to_string(),
+            reason: reason.to_string(),
+        };
+        let builder = TopologyBuilder::new()
+            .from_synthetic(spec)
+            .map_err(|error| match error {
+                StringInputError::ContainsNul => invalid("it contains a NUL character"),
+                StringInputError::Invalid => invalid(
+                    "hwloc rejected it (levels go from the top down as TYPE:COUNT with COUNT at least 1, and the last level is pu:COUNT)",
+                ),
+            })?;
+        let hwloc = builder
+            .build()
+            .map_err(|error| invalid(&format!("hwloc could not build it ({error})")))?;
+        Self::from_hwloc(&hwloc, format!("synthetic: {spec}"))
+    }
+
+    /// An XML file written by `lstopo --of xml` or hwloc's XML export.
+    pub fn from_xml(path: &Path) -> Result<Self, TopologyError> {
+        let invalid = |reason: String| TopologyError::InvalidXml {
+            path: path.display().to_string(),
+            reason,
+        };
+        if !path.is_file() {
+            return Err(invalid("it does not exist or is not a file".to_string()));
+        }
+        let builder = TopologyBuilder::new()
+            .from_xml_file(path)
+            .map_err(|error| match error {
+                FileInputError::BadRustPath(reason) => invalid(reason.to_string()),
+                FileInputError::Invalid(_) => {
+                    invalid("hwloc could not read it as a topology (not an hwloc XML file?)".to_string())
+                }
+            })?;
+        let hwloc = builder
+            .build()
+            .map_err(|error| invalid(format!("hwloc could not build it ({error})")))?;
+        Self::from_hwloc(&hwloc, format!("xml: {}", path.display()))
+    }
+
+    /// An existing file is read as XML; anything else as a synthetic string.
+    /// A missing file that looks like a path (contains `/` or ends in `.xml`)
+    /// is reported as missing rather than as a bad synthetic string.
+    pub fn from_spec(spec: &str) -> Result<Self, TopologyError> {
+        let path = Path::new(spec);
+        if path.is_file() {
+            return Self::from_xml(path);
+        }
+        let looks_like_a_path = spec.contains('/') || spec.to_ascii_lowercase().ends_with(".xml");
+        if looks_like_a_path {
+            return Err(TopologyError::MissingFile { spec: spec.to_string() });
+        }
+        Self::from_synthetic(spec)
+    }
+
+    /// Builds a topology from plain data, checking the invariants listed on
+    /// [`Topology`] and sorting nodes by OS index and cores by first CPU.
+    pub fn from_nodes(mut nodes: Vec<Node>, source: impl Into<String>) -> Result<Self, TopologyError> {
+        if nodes.is_empty() {
+            return Err(TopologyError::NoNodes);
+        }
+        nodes.sort_by_key(|node| node.os_index);
+        if let Some(pair) = nodes.windows(2).find(|pair| pair[0].os_index == pair[1].os_index) {
+            return Err(TopologyError::DuplicateNode { node: pair[0].os_index });
+        }
+        let mut seen_cpus = CpuSet::new();
+        for node in &mut nodes {
+            if node.cores.is_empty() {
+                return Err(TopologyError::NodeWithoutCores { node: node.os_index });
+            }
+            node.cores.sort();
+            let mut in_cores = CpuSet::new();
+            for core in &node.cores {
+                if core.is_empty() {
+                    return Err(TopologyError::EmptyCore { node: node.os_index });
+                }
+                if let Some(cpu) = core.intersection(&seen_cpus).first() {
+                    return Err(TopologyError::CpuInTwoCores { cpu });
+                }
+                seen_cpus = seen_cpus.union(core);
+                in_cores = in_cores.union(core);
+            }
+            if in_cores != node.cpus {
+                return Err(TopologyError::NodeCpusMismatch {
+                    node: node.os_index,
+                    listed: node.cpus.clone(),
+                    in_cores,
+                });
+            }
+        }
+        Ok(Topology {
+            nodes,
+            source: source.into(),
+        })
+    }
+
+    /// Renumbers the CPUs: the i-th PU in (node, core, PU) order becomes the
+    /// i-th CPU of `real` in ascending order (`--topology-map`). Node indices
+    /// and the grouping into cores and nodes are kept.
+    pub fn map_onto(&self, real: &CpuSet) -> Result<Topology, TopologyError> {
+        let topology_cpus = self.cpus();
+        if topology_cpus.len() != real.len() {
+            return Err(TopologyError::CountMismatch {
+                topology_count: topology_cpus.len(),
+                topology_cpus,
+                real_count: real.len(),
+                real_cpus: real.clone(),
+            });
+        }
+        let mut real_cpus = real.iter();
+        let mut mapped = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            let cores: Vec<CpuSet> = node
+                .cores
+                .iter()
+                .map(|core| real_cpus.by_ref().take(core.len()).collect())
+                .collect();
+            let cpus = cores.iter().fold(CpuSet::new(), |union, core| union.union(core));
+            mapped.push(Node {
+                os_index: node.os_index,
+                cpus,
+                cores,
+            });
+        }
+        Topology::from_nodes(mapped, format!("{} mapped onto CPUs {real}", self.source))
+    }
+
+    /// Keeps only the CPUs in `allowed`, dropping cores and nodes left empty.
+    pub fn restrict(&self, allowed: &CpuSet) -> Result<Topology, TopologyError> {
+        let all_cpus = self.cpus();
+        let kept_cpus = all_cpus.intersection(allowed);
+        if kept_cpus.is_empty() {
+            return Err(TopologyError::NothingAllowed {
+                allowed: allowed.clone(),
+                cpus: all_cpus,
+            });
+        }
+        if kept_cpus == all_cpus {
+            return Ok(self.clone());
+        }
+        let nodes = self
+            .nodes
+            .iter()
+            .filter_map(|node| {
+                let cores: Vec<CpuSet> = node
+                    .cores
+                    .iter()
+                    .map(|core| core.intersection(allowed))
+                    .filter(|core| !core.is_empty())
+                    .collect();
+                (!cores.is_empty()).then(|| Node {
+                    os_index: node.os_index,
+                    cpus: node.cpus.intersection(allowed),
+                    cores,
+                })
+            })
+            .collect();
+        Topology::from_nodes(nodes, format!("{} restricted to CPUs {kept_cpus}", self.source))
+    }
+
+    /// The nodes, sorted by OS index.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Every CPU of the topology.
+    pub fn cpus(&self) -> CpuSet {
+        self.nodes
+            .iter()
+            .fold(CpuSet::new(), |union, node| union.union(&node.cpus))
+    }
+
+    /// Every core, node by node.
+    pub fn cores(&self) -> impl Iterator<Item = &CpuSet> {
+        self.nodes.iter().flat_map(|node| node.cores.iter())
+    }
+
+    pub fn core_count(&self) -> usize {
+        self.nodes.iter().map(|node| node.cores.len()).sum()
+    }
+
+    /// The node holding `cpu`, if any.
+    pub fn node_of(&self, cpu: usize) -> Option<&Node> {
+        self.nodes.iter().find(|node| node.cpus.contains(cpu))
+    }
+
+    /// The core (its PUs) holding `cpu`, if any.
+    pub fn core_of(&self, cpu: usize) -> Option<&CpuSet> {
+        self.cores().find(|core| core.contains(cpu))
+    }
+
+    /// Where the topology came from, e.g. `synthetic: node:2 core:14 pu:1`.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// A human-readable tree for `pinlearn topo`: a summary line, then per
+    /// node its CPUs and core count and its cores as CPU lists on a wrapped
+    /// line.
+    pub fn describe(&self) -> String {
+        let cpus = self.cpus();
+        let mut text = format!(
+            "{}\n{} with CPUs, {}, {} ({})\n",
+            self.source,
+            plural(self.nodes.len(), "NUMA node"),
+            plural(self.core_count(), "core"),
+            plural(cpus.len(), "CPU"),
+            cpus
+        );
+        for node in &self.nodes {
+            let smallest = node.cores.iter().map(CpuSet::len).min().unwrap_or(0);
+            let largest = node.cores.iter().map(CpuSet::len).max().unwrap_or(0);
+            let per_core = if smallest == largest {
+                plural(smallest, "CPU")
+            } else {
+                format!("{smallest}-{largest} CPUs")
+            };
+            let _ = writeln!(
+                text,
+                "node {}: CPUs {}, {} of {}",
+                node.os_index,
+                node.cpus,
+                plural(node.cores.len(), "core"),
+                per_core
+            );
+            let core_lists: Vec<String> = node.cores.iter().map(CpuSet::to_string).collect();
+            text.push_str(&wrap_words("  cores: ", &core_lists, DESCRIBE_WIDTH));
+        }
+        text
+    }
+
+    /// Flattens an hwloc tree into nodes of cores (see the module docs).
+    fn from_hwloc(hwloc: &hwlocality::Topology, source: String) -> Result<Self, TopologyError> {
+        // PUs without an OS index cannot be pinned to, so they are skipped.
+        let all_pus: CpuSet = hwloc
+            .objects_with_type(ObjectType::PU)
+            .filter_map(|pu| pu.os_index())
+            .collect();
+        if all_pus.is_empty() {
+            return Err(TopologyError::NoCpus { source_name: source });
+        }
+
+        // Each PU belongs to the node with the smallest CPU set holding it
+        // (ties: lowest OS index), which is the node hwloc and Linux call
+        // local to it.
+        let mut numa_nodes: Vec<(u32, CpuSet)> = hwloc
+            .objects_with_type(ObjectType::NUMANode)
+            .map(|node| {
+                let index = node.os_index().unwrap_or(node.logical_index());
+                (saturating_u32(index), hwloc_cpus(node, &all_pus))
+            })
+            .collect();
+        numa_nodes.sort_by_key(|(index, cpus)| (cpus.len(), *index));
+        let mut unassigned = all_pus.clone();
+        let mut node_cpus: Vec<(u32, CpuSet)> = Vec::new();
+        for (index, cpus) in numa_nodes {
+            let claimed = cpus.intersection(&unassigned);
+            if !claimed.is_empty() {
+                unassigned = unassigned.difference(&claimed);
+                node_cpus.push((index, claimed));
+            }
+        }
+        // PUs outside every node (no NUMA node at all, or a hand-made XML
+        // file) join the lowest-numbered node, or form node 0 alone.
+        if !unassigned.is_empty() {
+            match node_cpus.iter_mut().min_by_key(|(index, _)| *index) {
+                Some((_, cpus)) => *cpus = cpus.union(&unassigned),
+                None => node_cpus.push((0, unassigned)),
+            }
+        }
+
+        let mut hwloc_cores: Vec<CpuSet> = hwloc
+            .objects_with_type(ObjectType::Core)
+            .map(|core| hwloc_cpus(core, &all_pus))
+            .filter(|cpus| !cpus.is_empty())
+            .collect();
+        let in_cores = hwloc_cores.iter().fold(CpuSet::new(), |union, core| union.union(core));
+        hwloc_cores.extend(all_pus.difference(&in_cores).iter().map(|pu| CpuSet::from_iter([pu])));
+
+        let nodes = node_cpus
+            .into_iter()
+            .map(|(os_index, cpus)| Node {
+                os_index,
+                cores: hwloc_cores
+                    .iter()
+                    .map(|core| core.intersection(&cpus))
+                    .filter(|core| !core.is_empty())
+                    .collect(),
+                cpus,
+            })
+            .collect();
+        Topology::from_nodes(nodes, source)
+    }
+}
+
+/// The PUs of an hwloc object that are also in `all_pus`.
+fn hwloc_cpus(object: &hwlocality::object::TopologyObject, all_pus: &CpuSet) -> CpuSet {
+    let Some(bitmap) = object.cpuset() else {
+        return CpuSet::new();
+    };
+    let highest = all_pus.last().unwrap_or(0);
+    // Object CPU sets are finite, but stop at the highest PU regardless so
+    // an infinite bitmap cannot loop forever.
+    bitmap
+        .iter_set()
+        .map(usize::from)
+        .take_while(|&cpu| cpu <= highest)
+        .filter(|&cpu| all_pus.contains(cpu))
+        .collect()
+}
+
+fn saturating_u32(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("{count} {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+/// `prefix` then `words` separated by spaces, wrapped at `width` with
+/// continuation lines indented to the end of `prefix`.
+fn wrap_words(prefix: &str, words: &[String], width: usize) -> String {
+    let indent = " ".repeat(prefix.len());
+    let mut text = String::new();
+    let mut line = prefix.to_string();
+    let mut line_has_word = false;
+    for word in words {
+        if line_has_word && line.len() + 1 + word.len() > width {
+            text.push_str(&line);
+            text.push('\n');
+            line = indent.clone();
+            line_has_word = false;
+        }
+        if line_has_word {
+            line.push(' ');
+        }
+        line.push_str(word);
+        line_has_word = true;
+    }
+    text.push_str(&line);
+    text.push('\n');
+    text
+}

@@ -1,0 +1,334 @@
+//! Topology from hwloc (this machine, synthetic strings, XML files) and its
+//! transformations (`map_onto`, `restrict`, `from_nodes` validation).
+
+use hwlocality::topology::builder::TopologyBuilder;
+use hwlocality::topology::export::xml::XMLExportFlags;
+use pinlearn_topology::{CpuSet, Node, Topology, TopologyError};
+
+fn cpus(list: &str) -> CpuSet {
+    CpuSet::parse_list(list).expect("test CPU lists are valid")
+}
+
+fn node(os_index: u32, cores: &[&str]) -> Node {
+    let cores: Vec<CpuSet> = cores.iter().map(|core| cpus(core)).collect();
+    let all = cores.iter().fold(CpuSet::new(), |union, core| union.union(core));
+    Node {
+        os_index,
+        cpus: all,
+        cores,
+    }
+}
+
+fn core_lists(node: &Node) -> Vec<String> {
+    node.cores.iter().map(CpuSet::to_string).collect()
+}
+
+#[test]
+fn synthetic_two_nodes_of_fourteen_cores() {
+    let topology = Topology::from_synthetic("node:2 core:14 pu:1").unwrap();
+    assert_eq!(topology.nodes().len(), 2);
+    assert_eq!(topology.core_count(), 28);
+    assert_eq!(topology.cpus(), cpus("0-27"));
+    let [node0, node1] = topology.nodes() else {
+        panic!("expected two nodes, got {:?}", topology.nodes());
+    };
+    assert_eq!((node0.os_index, node1.os_index), (0, 1));
+    assert_eq!(node0.cpus, cpus("0-13"));
+    assert_eq!(node1.cpus, cpus("14-27"));
+    assert_eq!(node1.cores.len(), 14);
+    assert!(node1.cores.iter().all(|core| core.len() == 1));
+    assert_eq!(core_lists(node1).first().map(String::as_str), Some("14"));
+    assert_eq!(topology.source(), "synthetic: node:2 core:14 pu:1");
+}
+
+#[test]
+fn synthetic_cores_with_two_pus() {
+    let topology = Topology::from_synthetic("node:2 core:2 pu:2").unwrap();
+    assert_eq!(topology.nodes().len(), 2);
+    assert_eq!(core_lists(&topology.nodes()[0]), ["0-1", "2-3"]);
+    assert_eq!(core_lists(&topology.nodes()[1]), ["4-5", "6-7"]);
+    assert_eq!(topology.core_of(5), Some(&cpus("4-5")));
+    assert_eq!(topology.node_of(5).map(|node| node.os_index), Some(1));
+}
+
+#[test]
+fn synthetic_without_node_level_is_one_node() {
+    let topology = Topology::from_synthetic("package:2 core:4 pu:1").unwrap();
+    assert_eq!(topology.nodes().len(), 1);
+    assert_eq!(topology.nodes()[0].cores.len(), 8);
+    assert_eq!(topology.nodes()[0].cpus, cpus("0-7"));
+}
+
+#[test]
+fn synthetic_with_caches_between_node_and_core() {
+    let topology = Topology::from_synthetic("node:2 l3:2 core:4 pu:1").unwrap();
+    assert_eq!(topology.nodes().len(), 2);
+    assert_eq!(topology.core_count(), 16);
+    assert_eq!(topology.nodes()[1].cpus, cpus("8-15"));
+}
+
+#[test]
+fn synthetic_without_cores_makes_each_pu_a_core() {
+    let topology = Topology::from_synthetic("node:2 pu:3").unwrap();
+    assert_eq!(topology.core_count(), 6);
+    assert_eq!(core_lists(&topology.nodes()[1]), ["3", "4", "5"]);
+}
+
+#[test]
+fn nodes_sharing_cpus_give_them_to_the_lowest_index() {
+    // Two NUMA nodes per package (like DDR + high-bandwidth memory): the
+    // first of each pair gets the CPUs, the other is memory-only and dropped.
+    let topology = Topology::from_synthetic("package:2 [numa] [numa] core:2 pu:1").unwrap();
+    let indices: Vec<u32> = topology.nodes().iter().map(|node| node.os_index).collect();
+    assert_eq!(indices, [0, 2]);
+    assert_eq!(topology.nodes()[1].cpus, cpus("2-3"));
+    assert_eq!(topology.core_count(), 4);
+}
+
+#[test]
+fn a_machine_wide_node_does_not_take_cpus_from_closer_nodes() {
+    // A node attached to the whole machine (like CXL memory) next to one node
+    // per package: CPUs belong to their package's node.
+    let topology = Topology::from_synthetic("[numa] package:2 [numa] core:2 pu:1").unwrap();
+    assert_eq!(topology.nodes().len(), 2);
+    assert_eq!(topology.nodes()[0].cpus, cpus("0-1"));
+    assert_eq!(topology.nodes()[1].cpus, cpus("2-3"));
+}
+
+#[test]
+fn invalid_synthetic_names_the_string_and_gives_an_example() {
+    let error = Topology::from_synthetic("node:x").unwrap_err();
+    assert!(matches!(error, TopologyError::InvalidSynthetic { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.starts_with("invalid synthetic topology \"node:x\": "),
+        "{message}"
+    );
+    assert!(message.contains("\"node:2 core:4 pu:1\""), "{message}");
+    assert!(message.contains("lstopo"), "{message}");
+
+    let error = Topology::from_spec("node:2\0").unwrap_err();
+    assert!(error.to_string().contains("NUL"), "{error}");
+}
+
+#[test]
+fn xml_export_loads_back_with_the_same_structure() {
+    let spec = "node:2 l3:1 core:3 pu:2";
+    let hwloc = TopologyBuilder::new().from_synthetic(spec).unwrap().build().unwrap();
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("machine.xml");
+    hwloc.export_xml_file(Some(&path), XMLExportFlags::empty()).unwrap();
+
+    let from_xml = Topology::from_xml(&path).unwrap();
+    let synthetic = Topology::from_synthetic(spec).unwrap();
+    assert_eq!(from_xml.nodes(), synthetic.nodes());
+    assert_eq!(from_xml.source(), format!("xml: {}", path.display()));
+    assert_eq!(from_xml.core_count(), 6);
+
+    // from_spec picks XML for an existing file.
+    let path_text = path.to_str().unwrap();
+    assert_eq!(Topology::from_spec(path_text).unwrap().nodes(), synthetic.nodes());
+}
+
+#[test]
+fn lstopo_xml_of_this_machine_matches_detect() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("lstopo.xml");
+    let status = match std::process::Command::new("lstopo-no-graphics")
+        .arg("--of")
+        .arg("xml")
+        .arg(&path)
+        .status()
+    {
+        Ok(status) => status,
+        Err(error) => {
+            println!("skipped: cannot run lstopo-no-graphics ({error}); the hwlocality export test covers XML");
+            return;
+        }
+    };
+    assert!(status.success(), "lstopo failed: {status}");
+    let from_lstopo = Topology::from_spec(path.to_str().unwrap()).unwrap();
+    assert_eq!(from_lstopo.nodes(), Topology::detect().unwrap().nodes());
+}
+
+#[test]
+fn xml_errors_name_the_file() {
+    let directory = tempfile::tempdir().unwrap();
+    let not_xml = directory.path().join("notes.xml");
+    std::fs::write(&not_xml, "this is not a topology").unwrap();
+    let error = Topology::from_xml(&not_xml).unwrap_err();
+    assert!(matches!(error, TopologyError::InvalidXml { .. }), "{error:?}");
+    assert!(error.to_string().contains("notes.xml"), "{error}");
+    assert!(error.to_string().contains("lstopo"), "{error}");
+
+    let missing = directory.path().join("missing.xml");
+    let error = Topology::from_spec(missing.to_str().unwrap()).unwrap_err();
+    assert!(matches!(error, TopologyError::MissingFile { .. }), "{error:?}");
+    assert!(error.to_string().contains("does not exist"), "{error}");
+}
+
+#[test]
+fn from_spec_falls_back_to_synthetic() {
+    let topology = Topology::from_spec("node:2 core:1 pu:1").unwrap();
+    assert_eq!(topology.cpus(), cpus("0-1"));
+    let padded = Topology::from_spec("  node:2 core:1 pu:1\n").unwrap();
+    assert_eq!(padded.source(), "synthetic: node:2 core:1 pu:1");
+    let error = Topology::from_spec("node:x").unwrap_err();
+    assert!(matches!(error, TopologyError::InvalidSynthetic { .. }), "{error:?}");
+}
+
+#[test]
+fn map_onto_renumbers_in_node_core_pu_order() {
+    let synthetic = Topology::from_synthetic("node:2 core:1 pu:1").unwrap();
+    let mapped = synthetic.map_onto(&cpus("0-1")).unwrap();
+    assert_eq!(mapped.nodes().len(), 2);
+    assert_eq!(mapped.nodes()[0].cpus, cpus("0"));
+    assert_eq!(mapped.nodes()[1].cpus, cpus("1"));
+
+    let hyperthreaded = Topology::from_synthetic("node:2 core:2 pu:2").unwrap();
+    let mapped = hyperthreaded.map_onto(&cpus("4-7,20-23")).unwrap();
+    assert_eq!(core_lists(&mapped.nodes()[0]), ["4-5", "6-7"]);
+    assert_eq!(core_lists(&mapped.nodes()[1]), ["20-21", "22-23"]);
+    assert!(
+        mapped.source().contains("mapped onto CPUs 4-7,20-23"),
+        "{}",
+        mapped.source()
+    );
+}
+
+#[test]
+fn map_onto_follows_node_order_not_cpu_order() {
+    // Node 0 owns the high CPUs: it still receives the lowest real CPUs.
+    let topology = Topology::from_nodes(vec![node(0, &["10", "11"]), node(1, &["0-1"])], "test").unwrap();
+    let mapped = topology.map_onto(&cpus("100-103")).unwrap();
+    assert_eq!(core_lists(&mapped.nodes()[0]), ["100", "101"]);
+    assert_eq!(core_lists(&mapped.nodes()[1]), ["102-103"]);
+}
+
+#[test]
+fn map_onto_follows_core_order_for_interleaved_pu_numbers() {
+    // hwloc numbering where a core's PUs are n and n+4 (common on Intel).
+    let interleaved = Topology::from_synthetic("node:2 core:2 pu:2(indexes=0,4,1,5,2,6,3,7)").unwrap();
+    assert_eq!(core_lists(&interleaved.nodes()[0]), ["0,4", "1,5"]);
+    let mapped = interleaved.map_onto(&cpus("0-7")).unwrap();
+    assert_eq!(core_lists(&mapped.nodes()[0]), ["0-1", "2-3"]);
+    assert_eq!(core_lists(&mapped.nodes()[1]), ["4-5", "6-7"]);
+}
+
+#[test]
+fn map_onto_rejects_different_counts() {
+    let synthetic = Topology::from_synthetic("node:2 core:14 pu:1").unwrap();
+    let error = synthetic.map_onto(&cpus("0-1")).unwrap_err();
+    assert!(matches!(
+        error,
+        TopologyError::CountMismatch {
+            topology_count: 28,
+            real_count: 2,
+            ..
+        }
+    ));
+    let message = error.to_string();
+    assert!(message.contains("28 CPUs") && message.contains("has 2"), "{message}");
+}
+
+#[test]
+fn restrict_keeps_allowed_cpus_and_drops_empty_cores_and_nodes() {
+    let topology = Topology::from_synthetic("node:2 core:2 pu:2").unwrap();
+    let restricted = topology.restrict(&cpus("1-3,100")).unwrap();
+    assert_eq!(restricted.nodes().len(), 1);
+    assert_eq!(restricted.cpus(), cpus("1-3"));
+    assert_eq!(core_lists(&restricted.nodes()[0]), ["1", "2-3"]);
+    assert!(
+        restricted.source().ends_with("restricted to CPUs 1-3"),
+        "{}",
+        restricted.source()
+    );
+
+    let unchanged = topology.restrict(&cpus("0-100")).unwrap();
+    assert_eq!(unchanged, topology);
+}
+
+#[test]
+fn restrict_to_nothing_in_the_topology_fails() {
+    let topology = Topology::from_synthetic("node:2 core:2 pu:1").unwrap();
+    let error = topology.restrict(&cpus("8-9")).unwrap_err();
+    assert_eq!(error.to_string(), "none of the CPUs 8-9 is in this topology (0-3)");
+}
+
+#[test]
+fn from_nodes_sorts_and_validates() {
+    let topology = Topology::from_nodes(vec![node(3, &["6-7", "4-5"]), node(1, &["0-3"])], "test").unwrap();
+    assert_eq!(topology.nodes()[0].os_index, 1);
+    assert_eq!(core_lists(&topology.nodes()[1]), ["4-5", "6-7"]);
+    assert_eq!(topology.source(), "test");
+
+    let error = Topology::from_nodes(vec![], "test").unwrap_err();
+    assert_eq!(error, TopologyError::NoNodes);
+
+    let error = Topology::from_nodes(vec![node(0, &[])], "test").unwrap_err();
+    assert_eq!(error, TopologyError::NodeWithoutCores { node: 0 });
+
+    let mut with_empty_core = node(0, &["0"]);
+    with_empty_core.cores.push(CpuSet::new());
+    let error = Topology::from_nodes(vec![with_empty_core], "test").unwrap_err();
+    assert_eq!(error, TopologyError::EmptyCore { node: 0 });
+
+    let error = Topology::from_nodes(vec![node(0, &["0-1", "1-2"])], "test").unwrap_err();
+    assert_eq!(error, TopologyError::CpuInTwoCores { cpu: 1 });
+    let error = Topology::from_nodes(vec![node(0, &["0-1"]), node(1, &["1-2"])], "test").unwrap_err();
+    assert_eq!(error, TopologyError::CpuInTwoCores { cpu: 1 });
+
+    let mut wrong_cpus = node(0, &["0-1"]);
+    wrong_cpus.cpus = cpus("0-2");
+    let error = Topology::from_nodes(vec![wrong_cpus], "test").unwrap_err();
+    assert!(matches!(error, TopologyError::NodeCpusMismatch { node: 0, .. }));
+    assert!(
+        error.to_string().contains("lists CPUs 0-2 but its cores hold 0-1"),
+        "{error}"
+    );
+
+    let error = Topology::from_nodes(vec![node(2, &["0"]), node(2, &["1"])], "test").unwrap_err();
+    assert_eq!(error, TopologyError::DuplicateNode { node: 2 });
+}
+
+#[test]
+fn describe_lists_nodes_and_wraps_cores() {
+    let topology = Topology::from_synthetic("node:2 core:40 pu:2").unwrap();
+    let text = topology.describe();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "synthetic: node:2 core:40 pu:2");
+    assert_eq!(lines[1], "2 NUMA nodes with CPUs, 80 cores, 160 CPUs (0-159)");
+    assert_eq!(lines[2], "node 0: CPUs 0-79, 40 cores of 2 CPUs");
+    assert!(lines[3].starts_with("  cores: 0-1 2-3 "), "{}", lines[3]);
+    assert!(lines.iter().all(|line| line.len() <= 100), "{text}");
+    assert!(text.contains("node 1: CPUs 80-159, 40 cores of 2 CPUs"), "{text}");
+    // Every core appears exactly once in the text.
+    for core in topology.cores() {
+        let word = core.to_string();
+        assert_eq!(text.split_whitespace().filter(|w| *w == word).count(), 1, "{word}");
+    }
+}
+
+#[test]
+fn serialises_to_json_with_cpu_lists() {
+    let topology = Topology::from_synthetic("node:1 core:2 pu:2").unwrap();
+    let json = serde_json::to_value(&topology).unwrap();
+    assert_eq!(json["source"], "synthetic: node:1 core:2 pu:2");
+    assert_eq!(json["nodes"][0]["os_index"], 0);
+    assert_eq!(json["nodes"][0]["cpus"], "0-3");
+    assert_eq!(json["nodes"][0]["cores"][1], "2-3");
+}
+
+#[test]
+fn detects_this_machine() {
+    let topology = Topology::detect().unwrap();
+    println!("{}", topology.describe());
+    assert!(!topology.nodes().is_empty());
+    let all = topology.cpus();
+    assert!(!all.is_empty());
+    for cpu in &all {
+        let holding = topology.cores().filter(|core| core.contains(cpu)).count();
+        assert_eq!(holding, 1, "CPU {cpu} is in {holding} cores");
+    }
+    assert_eq!(topology.source(), "hwloc: this machine");
+}

@@ -1,0 +1,111 @@
+//! What every workload shares: its thread count and seed, named worker
+//! threads, and the progress sink.
+//!
+//! ```text
+//!   worker thread i ("aco-3") ──work_done(units)──► heartbeat counter of this thread
+//!                                                 └► progress bar (terminal only)
+//! ```
+//!
+//! Workloads call [`Common::work_done`] once per unit of real work (an ant's
+//! tour, an option priced, a candidate evaluated), so pinlearn can read the
+//! application's progress from outside through the heartbeat channel.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+/// Why a workload could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkError {
+    #[error("{0}")]
+    BadInput(String),
+    #[error("could not start worker thread: {0}")]
+    Spawn(#[from] std::io::Error),
+    #[error("the workload computed a wrong result: {0} (a bug in pinlearn-workloads, please report it)")]
+    WrongResult(String),
+}
+
+/// The settings and progress sink shared by every workload.
+pub struct Common {
+    pub threads: usize,
+    pub seed: u64,
+    progress: ProgressBar,
+}
+
+impl Common {
+    /// `quiet` hides the progress bar; it is also hidden when stdout is not a
+    /// terminal.
+    pub fn new(threads: usize, seed: u64, quiet: bool) -> Result<Self, WorkError> {
+        if threads == 0 {
+            return Err(WorkError::BadInput("--threads must be at least 1".into()));
+        }
+        let progress = if quiet || !std::io::stdout().is_terminal() {
+            ProgressBar::hidden()
+        } else {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}] {wide_bar} {pos}/{len} ({eta})")
+                    .expect("static template"),
+            );
+            bar
+        };
+        Ok(Common {
+            threads,
+            seed,
+            progress,
+        })
+    }
+
+    /// Sets the label and the number of work units expected (0 = unknown).
+    pub fn start(&self, label: &str, total_units: u64) {
+        self.progress.set_message(label.to_string());
+        if total_units > 0 {
+            self.progress.set_length(total_units);
+        }
+    }
+
+    /// Records `units` of finished work for the calling thread.
+    pub fn work_done(&self, units: u64) {
+        pinlearn_heartbeat::beat(units);
+        self.progress.inc(units);
+    }
+
+    /// Clears the progress bar.
+    pub fn finish(&self) {
+        self.progress.finish_and_clear();
+    }
+
+    /// Runs `work(i)` on `threads` scoped threads named `{name}-{i}` and
+    /// returns their results in thread order.
+    pub fn spawn_workers<T, F>(&self, name: &str, work: F) -> Result<Vec<T>, WorkError>
+    where
+        T: Send,
+        F: Fn(usize) -> T + Sync,
+    {
+        let names: Vec<String> = (0..self.threads).map(|i| format!("{name}-{i}")).collect();
+        self.spawn_named_workers(&names, work)
+    }
+
+    /// Runs `work(i)` on one scoped thread per name, thread `i` named
+    /// `names[i]` (for workloads whose threads have different roles, like the
+    /// stages of a pipeline), and returns their results in that order.
+    pub fn spawn_named_workers<T, F>(&self, names: &[String], work: F) -> Result<Vec<T>, WorkError>
+    where
+        T: Send,
+        F: Fn(usize) -> T + Sync,
+    {
+        let work = &work;
+        std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(names.len());
+            for (i, name) in names.iter().enumerate() {
+                let handle = std::thread::Builder::new()
+                    .name(name.clone())
+                    .spawn_scoped(scope, move || work(i))?;
+                handles.push(handle);
+            }
+            Ok(handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect())
+        })
+    }
+}

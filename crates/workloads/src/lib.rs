@@ -1,0 +1,245 @@
+//! The papers' benchmark applications, on real public data, runnable as
+//! `pinlearn work NAME [OPTIONS]`; every workload reports its progress
+//! through the heartbeat channel so pinlearn can measure it from outside.
+//!
+//! ```text
+//!   pinlearn work aco --threads 4 --json
+//!        │  WorkCommand { workload: Workload::Aco(aco::Options), threads, seed, json, quiet }
+//!        ▼
+//!   run(&cmd) ─► Common::new(threads, seed, quiet) ─► aco::run(&opts, &common)
+//!        │                                              │ spawn_workers("aco", ..) → threads "aco-0".."aco-3"
+//!        │                                              │ work_done(units) → heartbeat::beat + progress bar
+//!        │                                              ▼
+//!        │                                            Report (workload fields)
+//!        ▼
+//!   {"workload": "aco", "threads": 4, "seed": 1, "wall_s": 2.3, ...Report fields}
+//!        ├─► --json: printed as one object by the CLI
+//!        └─► human_summary(&value): a few aligned lines
+//! ```
+//!
+//! | workload | models | data |
+//! |---|---|---|
+//! | `aco` | ant colony optimisation, task farm + barriers (papers 000, 003) | OR-Library SMTWTP |
+//! | `pipeline` | stages of unequal work over bounded queues | generated items |
+//! | `stream` | STREAM triad, memory bandwidth, first touch | generated arrays |
+//! | `blackscholes` | PARSEC blackscholes, data-parallel pricing (paper 000 "BLA") | PARSEC optionData |
+//! | `swaptions` | PARSEC swaptions, Monte Carlo HJM (paper 000 "SWA") | PARSEC presets |
+//! | `binpack` | parallel bin-packing search | Scholl et al. sets 1-3 |
+//!
+//! Each workload's module doc says what it models, its options and its data.
+
+pub mod aco;
+pub mod barrier;
+pub mod binpack;
+pub mod blackscholes;
+pub mod common;
+pub mod orlib;
+pub mod pipeline;
+pub mod stream;
+pub mod swaptions;
+
+pub use barrier::SyncMode;
+pub use common::{Common, WorkError};
+
+use serde_json::{Map, Value};
+use std::time::Instant;
+
+/// `pinlearn work`: one workload and the options every workload shares.
+#[derive(clap::Args, Debug, Clone)]
+pub struct WorkCommand {
+    #[command(subcommand)]
+    pub workload: Workload,
+    /// Worker threads [default: the CPUs this process may run on]
+    #[arg(long, global = true)]
+    pub threads: Option<usize>,
+    /// Seed of every random choice (same seed, same result)
+    #[arg(long, global = true, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the result as one JSON object on stdout
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Hide the progress bar
+    #[arg(long, global = true)]
+    pub quiet: bool,
+}
+
+/// The workloads, with their own options.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum Workload {
+    /// Ant colony optimisation of weighted tardiness (OR-Library), threads meet at barriers
+    Aco(aco::Options),
+    /// Stages of unequal work connected by bounded queues
+    Pipeline(pipeline::Options),
+    /// STREAM triad over arrays far larger than the caches
+    Stream(stream::Options),
+    /// PARSEC blackscholes: European option pricing
+    Blackscholes(blackscholes::Options),
+    /// PARSEC swaptions: Monte Carlo pricing of swaptions (HJM model)
+    Swaptions(swaptions::Options),
+    /// Bin packing of Scholl et al. instances by parallel local search
+    Binpack(binpack::Options),
+}
+
+impl Workload {
+    /// The subcommand name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::Aco(_) => "aco",
+            Workload::Pipeline(_) => "pipeline",
+            Workload::Stream(_) => "stream",
+            Workload::Blackscholes(_) => "blackscholes",
+            Workload::Swaptions(_) => "swaptions",
+            Workload::Binpack(_) => "binpack",
+        }
+    }
+}
+
+/// The default thread count: the CPUs this process may run on (affinity mask
+/// and cgroup quota), 1 if unknown.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn to_fields(report: impl serde::Serialize) -> Map<String, Value> {
+    match serde_json::to_value(report) {
+        Ok(Value::Object(fields)) => fields,
+        // Reports are structs of numbers, strings and lists: always a JSON object.
+        Ok(other) => Map::from_iter([("result".to_string(), other)]),
+        Err(e) => Map::from_iter([("result_error".to_string(), Value::String(e.to_string()))]),
+    }
+}
+
+/// Runs the workload in this process and returns its result: `workload`,
+/// `threads`, `seed`, `wall_s`, then the workload's own fields (a workload
+/// that reports `threads` itself, like `pipeline`, which may need more
+/// threads than asked, overrides the requested count).
+pub fn run(cmd: &WorkCommand) -> Result<Value, WorkError> {
+    let threads = cmd.threads.unwrap_or_else(default_threads);
+    let common = Common::new(threads, cmd.seed, cmd.quiet)?;
+    let started = Instant::now();
+    let fields = match &cmd.workload {
+        Workload::Aco(opts) => to_fields(aco::run(opts, &common)?),
+        Workload::Pipeline(opts) => to_fields(pipeline::run(opts, &common)?),
+        Workload::Stream(opts) => to_fields(stream::run(opts, &common)?),
+        Workload::Blackscholes(opts) => to_fields(blackscholes::run(opts, &common)?),
+        Workload::Swaptions(opts) => to_fields(swaptions::run(opts, &common)?),
+        Workload::Binpack(opts) => to_fields(binpack::run(opts, &common)?),
+    };
+    let wall_s = started.elapsed().as_secs_f64();
+    let mut result = Map::new();
+    result.insert("workload".into(), cmd.workload.name().into());
+    result.insert("threads".into(), threads.into());
+    result.insert("seed".into(), cmd.seed.into());
+    result.insert("wall_s".into(), wall_s.into());
+    result.extend(fields);
+    Ok(Value::Object(result))
+}
+
+/// A short human-readable summary of a [`run`] result: a headline, then one
+/// aligned `field  value` line per result field (lists shown by length).
+pub fn human_summary(result: &Value) -> String {
+    let Some(fields) = result.as_object() else { return result.to_string() };
+    let text = |key: &str| fields.get(key).map_or_else(|| "?".to_string(), plain);
+    let mut summary = format!(
+        "{} finished in {} s on {} threads (seed {})\n",
+        text("workload"),
+        fields.get("wall_s").and_then(Value::as_f64).map_or_else(|| "?".into(), |s| format!("{s:.2}")),
+        text("threads"),
+        text("seed"),
+    );
+    let shown: Vec<(&String, &Value)> =
+        fields.iter().filter(|(key, _)| !["workload", "wall_s", "threads", "seed"].contains(&key.as_str())).collect();
+    let width = shown.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
+    for (key, value) in shown {
+        summary.push_str(&format!("  {key:<width$}  {}\n", plain(value)));
+    }
+    summary
+}
+
+/// A JSON value as a person would write it: strings unquoted, floats
+/// rounded, lists and objects summarised.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        Value::Number(n) if n.is_f64() => n.as_f64().map_or_else(|| n.to_string(), |f| format!("{f:.4}")),
+        Value::Array(items) if items.iter().all(|item| !item.is_array() && !item.is_object()) && items.len() <= 8 => {
+            items.iter().map(plain).collect::<Vec<_>>().join(",")
+        }
+        Value::Array(items) => format!("[{} values]", items.len()),
+        Value::Object(map) => format!("{{{} fields}}", map.len()),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        work: WorkCommand,
+    }
+
+    fn parse(args: &[&str]) -> WorkCommand {
+        Cli::try_parse_from(std::iter::once("work").chain(args.iter().copied())).expect("parses").work
+    }
+
+    #[test]
+    fn common_options_go_before_or_after_the_workload() {
+        let cmd = parse(&["--threads", "3", "aco", "--instance", "wt50:2", "--seed", "9", "--json"]);
+        assert_eq!((cmd.threads, cmd.seed, cmd.json, cmd.quiet), (Some(3), 9, true, false));
+        let Workload::Aco(opts) = &cmd.workload else { panic!("aco expected, got {:?}", cmd.workload) };
+        assert_eq!(opts.instance, "wt50:2");
+        let cmd = parse(&["stream", "--size", "0.5"]);
+        assert_eq!((cmd.threads, cmd.seed), (None, 1));
+        assert!(Cli::try_parse_from(["work", "nosuch"]).is_err());
+    }
+
+    #[test]
+    fn every_workload_has_its_subcommand() {
+        for name in ["aco", "pipeline", "stream", "blackscholes", "swaptions", "binpack"] {
+            assert_eq!(parse(&[name]).workload.name(), name);
+        }
+    }
+
+    #[test]
+    fn result_holds_common_and_workload_fields() {
+        let cmd = parse(&["--threads", "2", "--quiet", "stream", "--size", "0.01", "--runs", "2"]);
+        let result = run(&cmd).expect("runs");
+        assert_eq!(result["workload"], "stream");
+        assert_eq!(result["threads"], 2);
+        assert_eq!(result["seed"], 1);
+        assert!(result["wall_s"].as_f64().is_some_and(|s| s > 0.0));
+        assert_eq!(result["runs"], 2);
+        let summary = human_summary(&result);
+        assert!(summary.starts_with("stream finished in "), "{summary}");
+        assert!(summary.contains("\n  runs "), "{summary}");
+        assert!(summary.contains("bandwidth_gbs"), "{summary}");
+    }
+
+    #[test]
+    fn pipeline_reports_the_threads_it_really_used() {
+        let cmd = parse(&["--threads", "1", "--quiet", "pipeline", "--items", "20", "--rounds", "1"]);
+        let result = run(&cmd).expect("runs");
+        assert_eq!(result["threads"], 3, "one thread per stage at least");
+    }
+
+    #[test]
+    fn zero_threads_is_a_clear_error() {
+        let cmd = parse(&["--threads", "0", "stream"]);
+        assert!(matches!(run(&cmd), Err(WorkError::BadInput(_))));
+    }
+
+    #[test]
+    fn summary_shows_lists_by_length() {
+        let value = serde_json::json!({"workload": "x", "wall_s": 1.0, "threads": 1, "seed": 1,
+            "short": [1, 2], "long": (0..20).collect::<Vec<_>>(), "gap_pct": null});
+        let summary = human_summary(&value);
+        assert!(summary.contains("short    1,2"), "{summary}");
+        assert!(summary.contains("long     [20 values]"), "{summary}");
+        assert!(summary.contains("gap_pct  -"), "{summary}");
+    }
+}

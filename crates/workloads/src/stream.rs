@@ -1,0 +1,197 @@
+//! The STREAM triad: a memory-bandwidth-bound loop over arrays far larger
+//! than the caches, for the memory side of placement (NUMA nodes, shared
+//! memory controllers, first-touch page placement).
+//!
+//! ```text
+//!   a, b, c: 3 arrays of 8 x 2^20 x size f64 (64 MiB each at --size 1), allocated untouched
+//!   thread "stream-t" owns elements [t*len/threads, (t+1)*len/threads):
+//!     first touch: writes its chunks of a, b, c (pages land on its NUMA node)
+//!     ── barrier ── start clock
+//!     run r = 1..runs, in blocks of 64 Ki elements, work_done(1) per block:
+//!       r odd:  a[i] = b[i] + 3 c[i]        r even: b[i] = a[i] + 3 c[i]
+//!     stop clock, sum its chunk of the array written last
+//!   bandwidth = 24 bytes x len x runs / (last stop - first start)
+//!   checksum  = sum of the last array, must equal len x (1 + 6 runs) exactly
+//! ```
+//!
+//! # What it models
+//!
+//! McCalpin's STREAM benchmark (triad kernel, bandwidth counted as STREAM
+//! does: two 8-byte loads and one 8-byte store per element), run with the
+//! usual OpenMP static schedule: each thread touches its own contiguous chunk
+//! first, so on a NUMA machine its pages live on the node it ran on at that
+//! moment. Alternating the destination array keeps every run a triad while
+//! making each run's values depend on the previous one, so the final values
+//! have a closed form (b = 1, c = 2, scalar 3: the written value after r runs
+//! is 1 + 6r) and the checksum is checked exactly.
+//!
+//! # Options
+//!
+//! `--size F` scales the arrays (default 1: 3 x 64 MiB; use enough to exceed
+//! the last-level caches many times), `--runs N` (default 40).
+
+use crate::barrier::{Barrier, SyncMode};
+use crate::common::{Common, WorkError};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Elements of one array at `--size 1` (64 MiB of f64).
+const BASE_ELEMENTS: f64 = (64 << 20) as f64 / 8.0;
+/// Elements per heartbeat unit.
+const BLOCK: usize = 64 << 10;
+const SCALAR: f64 = 3.0;
+const B_START: f64 = 1.0;
+const C_VALUE: f64 = 2.0;
+
+/// Command-line options of the stream workload.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Options {
+    /// Array size relative to 64 MiB per array (3 arrays)
+    #[arg(long, default_value_t = 1.0)]
+    pub size: f64,
+    /// Times the triad sweeps the arrays
+    #[arg(long, default_value_t = 40)]
+    pub runs: u32,
+}
+
+/// What a stream run measured.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct Report {
+    /// Elements per array.
+    pub elements: usize,
+    /// MiB per array.
+    pub array_mib: f64,
+    pub runs: u32,
+    /// STREAM-counted bandwidth, 10^9 bytes per second (24 bytes per element per run).
+    pub bandwidth_gbs: f64,
+    /// Seconds spent in the timed runs (first start to last stop).
+    pub timed_s: f64,
+    /// Sum of the array written last (checked against the closed form).
+    pub checksum: f64,
+}
+
+/// The value the triad writes in run `run` (1-based).
+fn value_after(run: u32) -> f64 {
+    B_START + f64::from(run) * SCALAR * C_VALUE
+}
+
+/// One thread's part of the three arrays.
+struct Chunk<'a> {
+    a: &'a mut [f64],
+    b: &'a mut [f64],
+    c: &'a mut [f64],
+}
+
+/// Runs the triad; returns (checksum, timed seconds).
+fn run_triad(elements: usize, runs: u32, common: &Common) -> Result<(f64, f64), WorkError> {
+    // Zeroed allocations of this size come straight from mmap: no page is
+    // touched until a thread writes its chunk.
+    let (mut a, mut b, mut c) = (vec![0.0f64; elements], vec![0.0f64; elements], vec![0.0f64; elements]);
+    let threads = common.threads;
+    let mut chunks = Vec::with_capacity(threads);
+    let (mut rest_a, mut rest_b, mut rest_c) = (&mut a[..], &mut b[..], &mut c[..]);
+    for t in 0..threads {
+        let len = elements * (t + 1) / threads - elements * t / threads;
+        let (chunk_a, tail_a) = std::mem::take(&mut rest_a).split_at_mut(len);
+        let (chunk_b, tail_b) = std::mem::take(&mut rest_b).split_at_mut(len);
+        let (chunk_c, tail_c) = std::mem::take(&mut rest_c).split_at_mut(len);
+        (rest_a, rest_b, rest_c) = (tail_a, tail_b, tail_c);
+        chunks.push(Mutex::new(Some(Chunk { a: chunk_a, b: chunk_b, c: chunk_c })));
+    }
+    let barrier = Barrier::new(threads, SyncMode::Block, Duration::ZERO);
+    let per_thread = common.spawn_workers("stream", |t| {
+        let chunk = chunks[t].lock().unwrap_or_else(PoisonError::into_inner).take();
+        let Chunk { a, b, c } = chunk.expect("each chunk is taken by its own thread once");
+        a.fill(0.0);
+        b.fill(B_START);
+        c.fill(C_VALUE);
+        barrier.wait();
+        let start = Instant::now();
+        for run in 1..=runs {
+            let (destination, source): (&mut [f64], &[f64]) =
+                if run % 2 == 1 { (&mut *a, &*b) } else { (&mut *b, &*a) };
+            for ((dst, src), c) in destination.chunks_mut(BLOCK).zip(source.chunks(BLOCK)).zip(c.chunks(BLOCK)) {
+                for ((d, &s), &c) in dst.iter_mut().zip(src).zip(c) {
+                    *d = s + SCALAR * c;
+                }
+                common.work_done(1);
+            }
+        }
+        let stop = Instant::now();
+        let last = if runs % 2 == 1 { &*a } else { &*b };
+        (start, stop, last.iter().sum::<f64>())
+    })?;
+    let first_start = per_thread.iter().map(|(start, _, _)| *start).min().expect("at least one thread");
+    let last_stop = per_thread.iter().map(|(_, stop, _)| *stop).max().expect("at least one thread");
+    let checksum = per_thread.iter().map(|(_, _, sum)| sum).sum();
+    Ok((checksum, last_stop.duration_since(first_start).as_secs_f64()))
+}
+
+/// Runs the stream workload.
+pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
+    if !(opts.size.is_finite() && opts.size > 0.0) || opts.runs == 0 {
+        return Err(WorkError::BadInput("--size must be a positive number and --runs at least 1".into()));
+    }
+    let elements = (BASE_ELEMENTS * opts.size).round() as usize;
+    if elements < common.threads {
+        return Err(WorkError::BadInput(format!(
+            "--size {} gives {elements} elements per array, fewer than the {} threads",
+            opts.size, common.threads
+        )));
+    }
+    // Every partial sum must stay an exact integer in f64.
+    if elements as f64 * value_after(opts.runs) >= 2f64.powi(53) {
+        return Err(WorkError::BadInput("--size x --runs is too large to check the result exactly".into()));
+    }
+    let blocks_per_run: u64 = (0..common.threads)
+        .map(|t| (elements * (t + 1) / common.threads - elements * t / common.threads).div_ceil(BLOCK) as u64)
+        .sum();
+    common.start("stream: triad sweeps", blocks_per_run * u64::from(opts.runs));
+    let (checksum, timed_s) = run_triad(elements, opts.runs, common)?;
+    common.finish();
+    let expected = elements as f64 * value_after(opts.runs);
+    if checksum != expected {
+        return Err(WorkError::WrongResult(format!("stream checksum {checksum}, expected {expected}")));
+    }
+    Ok(Report {
+        elements,
+        array_mib: (elements * 8) as f64 / f64::from(1 << 20),
+        runs: opts.runs,
+        bandwidth_gbs: 24.0 * elements as f64 * f64::from(opts.runs) / timed_s / 1e9,
+        timed_s,
+        checksum,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksum_is_exact_on_small_arrays() {
+        for (threads, runs) in [(1, 1), (3, 4), (4, 7)] {
+            // 1/256 of the default: 32 Ki elements, 256 KiB per array.
+            let opts = Options { size: 1.0 / 256.0, runs };
+            let common = Common::new(threads, 1, true).expect("valid settings");
+            let report = run(&opts, &common).expect("stream runs");
+            assert_eq!(report.elements, 32 << 10);
+            assert_eq!(report.checksum, (32 << 10) as f64 * (1.0 + 6.0 * f64::from(runs)));
+            assert!(report.bandwidth_gbs > 0.0);
+        }
+    }
+
+    #[test]
+    fn uneven_split_touches_every_element() {
+        let common = Common::new(3, 1, true).expect("valid settings");
+        let (checksum, _) = run_triad(1000, 2, &common).expect("runs");
+        assert_eq!(checksum, 1000.0 * value_after(2));
+    }
+
+    #[test]
+    fn bad_sizes_are_rejected() {
+        let common = Common::new(2, 1, true).expect("valid settings");
+        for (size, runs) in [(0.0, 1), (-1.0, 1), (f64::NAN, 1), (1.0, 0), (1e-9, 1)] {
+            assert!(matches!(run(&Options { size, runs }, &common), Err(WorkError::BadInput(_))), "{size} {runs}");
+        }
+    }
+}
