@@ -30,6 +30,8 @@ pub enum Command {
     Work(pinlearn_workloads::WorkCommand),
     /// Generate background CPU load on some CPUs (another user's job, for experiments).
     Load(crate::load::LoadArgs),
+    /// Print every tunable with its default value, as a --config file (TOML).
+    Config,
 }
 
 /// Options shared by `run` and `attach`.

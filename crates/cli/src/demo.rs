@@ -1,21 +1,25 @@
 //! `pinlearn demo`: the main job on an embedded default, with no set-up.
 //!
 //! ```text
-//!   pinlearn load --cpus FIRST --setsid        (another user's job, own session)
-//!   run 1: pinlearn work aco --sync spin-then-block   under the OS alone
-//!   run 2: the same                                   under pinlearn (learn, defaults)
-//!   stop the load ─► completion times side by side, where pinlearn left the threads
+//!   pinlearn load --setsid --cpus FIRST          (another user's job, in its own session)
+//!   repeat 3 times, alternating the order:
+//!       pinlearn work aco --sync spin-then-block   under Linux alone
+//!       the same                                    under pinlearn (learn, default settings)
+//!   stop the load ─► median completion times side by side, and where pinlearn ran the threads
 //! ```
 //!
-//! The workload is the papers' ACO task farm whose threads spin for a while
-//! before sleeping at each iteration's barrier (a common runtime default),
-//! with as many threads as allowed CPUs: a case where Linux cannot see that
-//! a spinning thread on the loaded CPU holds everyone back.
+//! The workload is the papers' ACO task farm (OR-Library wt40:1) whose
+//! threads spin for 1 ms before sleeping at each iteration's barrier, as
+//! OpenMP runtimes do, with as many threads as allowed CPUs. Linux cannot
+//! see that a spinning thread next to the loaded CPU's other program holds
+//! every other thread back at the next barrier; pinlearn measures it.
 
 use clap::Args;
 use pinlearn_engine::{EngineError, Request, Session, Settings, Summary};
 use pinlearn_topology::{CpuSet, Topology};
 use serde_json::{Value, json};
+use std::fs::File;
+use std::io::{Read, Seek};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
@@ -27,6 +31,9 @@ pub struct DemoArgs {
     /// Seed of the workload and the learner.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Runs of each side (their median is compared).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub repeat: u32,
 }
 
 /// The background load; killed when dropped.
@@ -43,99 +50,41 @@ fn exe() -> Result<std::path::PathBuf, EngineError> {
     std::env::current_exe().map_err(|e| EngineError::io("cannot find the pinlearn executable", e))
 }
 
-fn workload(threads: usize, seed: u64, out: &std::fs::File) -> Result<Command, EngineError> {
+/// The workload command, writing its JSON report to `out`.
+fn workload(threads: usize, seed: u64, out: &File) -> Result<Command, EngineError> {
     let mut command = Command::new(exe()?);
     command
-        .args(["work", "aco", "--sync", "spin-then-block", "--quiet", "--json"])
-        .args(["--threads", &threads.to_string(), "--seed", &seed.to_string()])
+        .args([
+            "work",
+            "aco",
+            "--sync",
+            "spin-then-block",
+            "--spin-us",
+            "1000",
+            "--iterations",
+            "2000",
+        ])
+        .args(["--ants", &(16 * threads).to_string(), "--threads", &threads.to_string()])
+        .args(["--seed", &seed.to_string(), "--quiet", "--json"])
         .stdout(Stdio::from(
             out.try_clone().map_err(|e| EngineError::io("temporary file", e))?,
         ));
     Ok(command)
 }
 
-fn read_report(file: &mut std::fs::File) -> Value {
-    use std::io::{Read, Seek};
+/// Reads the workload's JSON report and empties the file for the next run.
+fn take_report(file: &mut File) -> Value {
     let mut text = String::new();
     let _ = file.rewind();
     let _ = file.read_to_string(&mut text);
+    // The children write through a shared file offset: truncate and rewind
+    // so the next run writes at the start again.
     let _ = file.set_len(0);
+    let _ = file.rewind();
     serde_json::from_str(text.trim()).unwrap_or(Value::Null)
 }
 
-pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
-    let allowed =
-        pinlearn_engine::live::get_affinity(0).map_err(|e| EngineError::io("cannot read pinlearn's affinity", e))?;
-    if allowed.len() < 2 {
-        return Err(EngineError::bad_input(format!(
-            "the demo needs at least 2 CPUs, this process may use {allowed}"
-        )));
-    }
-    let threads = allowed.len();
-    let loaded = allowed.first().expect("non-empty");
-    let loaded_set = CpuSet::from_iter([loaded]);
-    let say = |line: String| {
-        if !args.json {
-            eprintln!("{line}");
-        }
-    };
-    say(format!(
-        "pinlearn demo: ACO on OR-Library wt40:1 with {threads} threads that spin, then sleep, at every iteration's barrier,\n\
-         while another session's program keeps CPU {loaded} busy. Run 1: Linux alone. Run 2: pinlearn (learn, default settings)."
-    ));
-
-    let _load = Load(
-        Command::new(exe()?)
-            .args(["load", "--setsid", "--cpus", &loaded_set.to_string()])
-            .stdout(Stdio::null())
-            .spawn()
-            .map_err(|e| EngineError::io("cannot start the background load", e))?,
-    );
-    std::thread::sleep(std::time::Duration::from_millis(200));
-
-    let mut out = tempfile_in_tmp()?;
-    say("  run 1/2: Linux alone ...".into());
-    let t0 = Instant::now();
-    let status = workload(threads, args.seed, &out)?
-        .status()
-        .map_err(|e| EngineError::io("cannot run the workload", e))?;
-    let os_s = t0.elapsed().as_secs_f64();
-    if !status.success() {
-        return Err(EngineError::io(
-            "the demo workload failed",
-            std::io::Error::other(status.to_string()),
-        ));
-    }
-    let os_report = read_report(&mut out);
-
-    say("  run 2/2: pinlearn ...".into());
-    let settings = Settings {
-        seed: args.seed,
-        ..Settings::default()
-    };
-    let request = Request {
-        settings,
-        cpus: None,
-        trace: None,
-    };
-    let machine = Topology::detect()
-        .map_err(|e| EngineError::io("cannot read the machine topology", std::io::Error::other(e)))?;
-    let session = Session::prepare(&request, &allowed, &machine)?;
-    let t0 = Instant::now();
-    let summary = pinlearn_engine::supervise::run(&session, workload(threads, args.seed, &out)?, None)?;
-    let learn_s = t0.elapsed().as_secs_f64();
-    if summary.exit_code != Some(0) {
-        return Err(EngineError::io(
-            "the demo workload failed under pinlearn",
-            std::io::Error::other(format!("{:?}", summary.exit_code)),
-        ));
-    }
-    let learn_report = read_report(&mut out);
-    print_results(args, loaded, os_s, learn_s, &os_report, &learn_report, &summary);
-    Ok(())
-}
-
-fn tempfile_in_tmp() -> Result<std::fs::File, EngineError> {
+fn report_file() -> Result<File, EngineError> {
     let path = std::env::temp_dir().join(format!("pinlearn-demo-{}.json", std::process::id()));
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -148,65 +97,177 @@ fn tempfile_in_tmp() -> Result<std::fs::File, EngineError> {
     Ok(file)
 }
 
-fn print_results(
-    args: &DemoArgs,
-    loaded: usize,
-    os_s: f64,
-    learn_s: f64,
-    os: &Value,
-    learn: &Value,
-    summary: &Summary,
-) {
+/// Completion times of one side, and its last workload report.
+#[derive(Default)]
+struct Side {
+    times: Vec<f64>,
+    report: Value,
+}
+
+impl Side {
+    fn median(&self) -> f64 {
+        let mut sorted = self.times.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        }
+    }
+}
+
+pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
+    let allowed =
+        pinlearn_engine::live::get_affinity(0).map_err(|e| EngineError::io("cannot read pinlearn's affinity", e))?;
+    if allowed.len() < 2 {
+        return Err(EngineError::bad_input(format!(
+            "the demo needs at least 2 CPUs, this process may use {allowed}"
+        )));
+    }
+    let threads = allowed.len();
+    let loaded = allowed.first().expect("non-empty");
+    let say = |line: String| {
+        if !args.json {
+            eprintln!("{line}");
+        }
+    };
+    say(format!(
+        "pinlearn demo: ACO on OR-Library wt40:1 with {threads} threads that spin 1 ms, then sleep, at every barrier,\n\
+         while a program in another session keeps CPU {loaded} busy. Linux alone vs pinlearn (learn, default settings),\n\
+         {} runs each, alternating.",
+        args.repeat
+    ));
+    let settings = Settings {
+        seed: args.seed,
+        ..Settings::default()
+    };
+    let request = Request {
+        settings,
+        cpus: None,
+        trace: None,
+    };
+    let machine = Topology::detect()
+        .map_err(|e| EngineError::io("cannot read the machine topology", std::io::Error::other(e)))?;
+    let session = Session::prepare(&request, &allowed, &machine)?;
+
+    let _load = Load(
+        Command::new(exe()?)
+            .args(["load", "--setsid", "--cpus", &CpuSet::from_iter([loaded]).to_string()])
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| EngineError::io("cannot start the background load", e))?,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+
+    let mut out = report_file()?;
+    let (mut linux, mut learned) = (Side::default(), Side::default());
+    let mut last_summary = None;
+    for repeat in 0..args.repeat {
+        for learn in [repeat % 2 == 1, repeat % 2 == 0] {
+            say(format!(
+                "  run {}/{}: {}",
+                repeat + 1,
+                args.repeat,
+                if learn { "pinlearn" } else { "Linux alone" }
+            ));
+            let command = workload(threads, args.seed, &out)?;
+            let started = Instant::now();
+            if learn {
+                let summary = pinlearn_engine::supervise::run(&session, command, None)?;
+                if summary.exit_code != Some(0) {
+                    return Err(EngineError::io(
+                        "the demo workload failed under pinlearn",
+                        std::io::Error::other(format!("exit status {:?}", summary.exit_code)),
+                    ));
+                }
+                learned.times.push(started.elapsed().as_secs_f64());
+                learned.report = take_report(&mut out);
+                last_summary = Some(summary);
+            } else {
+                let mut command = command;
+                let status = command
+                    .status()
+                    .map_err(|e| EngineError::io("cannot run the workload", e))?;
+                if !status.success() {
+                    return Err(EngineError::io(
+                        "the demo workload failed",
+                        std::io::Error::other(status.to_string()),
+                    ));
+                }
+                linux.times.push(started.elapsed().as_secs_f64());
+                linux.report = take_report(&mut out);
+            }
+        }
+    }
+    print_results(args, loaded, &linux, &learned, &last_summary.expect("at least one run"));
+    Ok(())
+}
+
+fn print_results(args: &DemoArgs, loaded: usize, linux: &Side, learned: &Side, summary: &Summary) {
     let workers: Vec<_> = summary
         .threads
         .iter()
         .filter(|t| t.who.name.starts_with("aco-"))
         .collect();
+    let (os_s, learn_s) = (linux.median(), learned.median());
     if args.json {
         let report = json!({
             "loaded_cpu": loaded,
-            "os_s": os_s,
-            "pinlearn_s": learn_s,
+            "os_s": linux.times,
+            "pinlearn_s": learned.times,
+            "os_median_s": os_s,
+            "pinlearn_median_s": learn_s,
             "speedup": os_s / learn_s,
-            "os_workload": os,
-            "pinlearn_workload": learn,
-            "pinlearn": summary,
+            "os_workload": linux.report,
+            "pinlearn_workload": learned.report,
+            "pinlearn_last_run": summary,
         });
         println!("{}", serde_json::to_string_pretty(&report).expect("json"));
         return;
     }
     let tardiness = |v: &Value| {
         v.get("best_tardiness")
-            .map(|t| t.to_string())
-            .unwrap_or_else(|| "?".into())
+            .map_or_else(|| "?".to_string(), Value::to_string)
     };
+    let times = |s: &Side| s.times.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>().join(" ");
     println!();
-    println!("  {:<22} {:>10} {:>16}", "scheduler", "time (s)", "best tardiness");
-    println!("  {:<22} {:>10.2} {:>16}", "Linux alone", os_s, tardiness(os));
     println!(
-        "  {:<22} {:>10.2} {:>16}",
+        "  {:<18} {:>12}  {:<24} {:>15}",
+        "scheduler", "median (s)", "runs (s)", "best tardiness"
+    );
+    println!(
+        "  {:<18} {:>12.2}  {:<24} {:>15}",
+        "Linux alone",
+        os_s,
+        times(linux),
+        tardiness(&linux.report)
+    );
+    println!(
+        "  {:<18} {:>12.2}  {:<24} {:>15}",
         "pinlearn (learn)",
         learn_s,
-        tardiness(learn)
+        times(learned),
+        tardiness(&learned.report)
     );
     println!();
     if learn_s < os_s {
         println!(
-            "  pinlearn finished {:.2}x faster ({:.0}% less time).",
+            "  pinlearn finished {:.2}x faster ({:.0}% less time, medians).",
             os_s / learn_s,
             100.0 * (1.0 - learn_s / os_s)
         );
     } else {
         println!(
-            "  pinlearn took {:.0}% longer than Linux here.",
+            "  pinlearn took {:.0}% longer than Linux here (medians).",
             100.0 * (learn_s / os_s - 1.0)
         );
     }
     println!(
-        "  pinlearn: {} re-pins, its own CPU time {:.3} s ({:.2}% of one core), metric {}.",
+        "  last pinlearn run: {} re-pins, pinlearn's own CPU time {:.3} s ({:.2}% of one core), metric {}.",
         summary.repins, summary.manager_cpu_s, summary.manager_cpu_pct, summary.metric
     );
-    println!("  where the worker threads ran under pinlearn (CPU {loaded} is the loaded one):");
+    println!("  where its worker threads ran (CPU {loaded} is the loaded one; 0-1 style lists = the OS balances):");
     for t in workers {
         let shares: Vec<String> = t
             .time_on
@@ -214,11 +275,6 @@ fn print_results(
             .take(3)
             .map(|s| format!("{} {:.0}%", s.cpus, 100.0 * s.share))
             .collect();
-        println!(
-            "    {:<10} last on {:<6} time on: {}",
-            t.who.name,
-            t.last_place,
-            shares.join(", ")
-        );
+        println!("    {:<10} {}", t.who.name, shares.join(", "));
     }
 }

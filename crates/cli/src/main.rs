@@ -6,7 +6,8 @@
 //!                            ├► topo        ─► topology + probes
 //!                            ├► demo        ─► demo.rs (OS alone vs pinlearn, with a load)
 //!                            ├► work        ─► pinlearn_workloads
-//!                            └► load        ─► load.rs (background CPU load generator)
+//!                            ├► load        ─► load.rs (background CPU load generator)
+//!                            └► config      ─► the default settings as TOML
 //!   errors: one line on stderr; status 2 for bad input, 1 for runtime failures,
 //!   the program's own status for `run`.
 //! ```
@@ -84,6 +85,10 @@ fn dispatch(cli: Cli) -> Result<u8, EngineError> {
             Ok(0)
         }
         Command::Load(args) => load::run(&args).map(|()| 0),
+        Command::Config => {
+            print!("{}", Settings::default().to_toml());
+            Ok(0)
+        }
     }
 }
 

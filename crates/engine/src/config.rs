@@ -142,6 +142,11 @@ impl Settings {
         self.learn.validate().map_err(|e| EngineError::bad_input(e.to_string()))
     }
 
+    /// These settings as a TOML configuration file.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("settings serialise to TOML")
+    }
+
     /// Number of core periods per NUMA period (at least 1).
     pub fn numa_every(&self) -> u64 {
         let ratio = self.learn.numa.period_s / self.interval.as_secs_f64();
@@ -204,6 +209,15 @@ mod tests {
             assert!(err.contains(needle), "{text:?} gave {err:?}");
             assert!(!err.contains('\n'), "{err:?} spans lines");
         }
+    }
+
+    #[test]
+    fn the_printed_defaults_read_back_as_the_defaults() {
+        let text = Settings::default().to_toml();
+        let back = Settings::from_toml_str(&text).expect("round trip");
+        assert_eq!(back.to_toml(), text);
+        assert!(text.contains("interval = \"50ms\""), "{text}");
+        assert!(text.contains("[learn.pla]"), "{text}");
     }
 
     #[test]

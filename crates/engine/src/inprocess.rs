@@ -30,6 +30,24 @@ pub enum Registration {
     Explicit,
 }
 
+/// Lets threads put themselves under a running manager.
+#[derive(Clone, Debug)]
+pub struct Registrar {
+    registered: Arc<Mutex<HashSet<u32>>>,
+}
+
+impl Registrar {
+    /// Puts the calling thread under the manager.
+    pub fn register_current_thread(&self) {
+        self.register(nix::unistd::gettid().as_raw() as u32);
+    }
+
+    /// Puts thread `tid` of this process under the manager.
+    pub fn register(&self, tid: u32) {
+        self.registered.lock().unwrap_or_else(|p| p.into_inner()).insert(tid);
+    }
+}
+
 /// A running in-process manager.
 pub struct Manager {
     stop: Arc<(Mutex<bool>, Condvar)>,
@@ -96,13 +114,13 @@ impl Manager {
 
     /// Puts the calling thread under the manager (with `Registration::Explicit`).
     pub fn register_current_thread(&self) {
-        self.register(nix::unistd::gettid().as_raw() as u32);
+        self.registrar().register_current_thread();
     }
 
-    /// Puts thread `tid` of this process under the manager.
-    pub fn register(&self, tid: u32) {
-        if let Ok(mut set) = self.registered.lock() {
-            set.insert(tid);
+    /// A handle worker threads can clone and keep to register themselves.
+    pub fn registrar(&self) -> Registrar {
+        Registrar {
+            registered: self.registered.clone(),
         }
     }
 

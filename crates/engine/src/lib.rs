@@ -30,7 +30,7 @@ mod trace;
 pub use config::{Metric, PolicyChoice, Settings, parse_duration};
 pub use engine::{Engine, PlaceShare, ThreadSummary};
 pub use error::EngineError;
-pub use inprocess::{Manager, Registration};
+pub use inprocess::{Manager, Registrar, Registration};
 pub use places::Places;
 pub use session::{Request, Session};
 pub use supervise::{Stop, Summary};

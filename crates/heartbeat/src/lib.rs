@@ -22,8 +22,10 @@
 //! first [`beat`] of the process, with mode 0600, under a temporary name that it
 //! renames into place once the header is complete, so a reader never sees a
 //! half-written header and a stale file left by an earlier process with the same
-//! pid is replaced atomically. The writer never removes the file: the reader side
-//! calls [`remove_channel`] after the process ended.
+//! pid is replaced atomically. The writer unlinks the file when the process
+//! exits normally (`atexit`); a reader that opened it before keeps its mapping
+//! and reads the last counts. After a crash or a kill the file stays: the
+//! reader side calls [`remove_channel`] once the process has ended.
 //!
 //! # File layout (ABI, version 1)
 //!

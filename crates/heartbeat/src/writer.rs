@@ -13,7 +13,8 @@
 //! ```
 //!
 //! The channel of a process is created once and mapped for the life of the
-//! process. A forked child inherits that mapping but has another pid: an
+//! process; an `atexit` handler unlinks the file when the process exits
+//! normally. A forked child inherits that mapping but has another pid: an
 //! `atfork` handler makes the child forget it (bumping the epoch that thread
 //! slots are checked against), so the child's first beat creates its own file.
 
@@ -26,7 +27,7 @@ use std::fs::{OpenOptions, Permissions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, Ordering};
 
@@ -35,6 +36,8 @@ pub(crate) struct Channel {
     base: NonNull<u8>,
     len: usize,
     slot_count: u32,
+    pid: u32,
+    path: PathBuf,
 }
 
 // SAFETY: the mapping is only accessed through atomics (slots) or was fully
@@ -89,7 +92,13 @@ impl Channel {
             return Err(HeartbeatError::Map { path, source });
         }
         let base = NonNull::new(base.cast::<u8>()).expect("mmap never returns null on success");
-        let channel = Channel { base, len, slot_count };
+        let channel = Channel {
+            base,
+            len,
+            slot_count,
+            pid,
+            path: path.clone(),
+        };
         let header = Header {
             magic: MAGIC,
             version: VERSION,
@@ -166,6 +175,7 @@ static CHANNEL: AtomicPtr<Channel> = AtomicPtr::new(ptr::null_mut());
 /// Bumped in a forked child: thread slots of another epoch belong to the parent's file.
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 static ATFORK_REGISTERED: AtomicBool = AtomicBool::new(false);
+static ATEXIT_REGISTERED: AtomicBool = AtomicBool::new(false);
 static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Prints `message` on stderr if no heartbeat warning was printed yet in this process.
@@ -188,6 +198,19 @@ fn slot_count_from_env() -> u32 {
                 DEFAULT_SLOTS
             }
         },
+    }
+}
+
+/// At normal process exit: unlinks this process's channel file. Readers that
+/// opened it keep their mapping; a forked child never removes its parent's file.
+extern "C" fn remove_channel_at_exit() {
+    if STATE.load(Ordering::Acquire) != READY {
+        return;
+    }
+    // SAFETY: CHANNEL was set from a leaked Box before STATE became READY.
+    let channel = unsafe { CHANNEL.load(Ordering::Acquire).as_ref() };
+    if let Some(channel) = channel.filter(|channel| channel.pid == std::process::id()) {
+        let _ = std::fs::remove_file(&channel.path);
     }
 }
 
@@ -219,6 +242,10 @@ fn process_channel() -> Option<&'static Channel> {
                     Ok(channel) => {
                         CHANNEL.store(Box::into_raw(Box::new(channel)), Ordering::Release);
                         STATE.store(READY, Ordering::Release);
+                        if !ATEXIT_REGISTERED.swap(true, Ordering::Relaxed) {
+                            // SAFETY: registering a handler that only unlinks a file.
+                            unsafe { libc::atexit(remove_channel_at_exit) };
+                        }
                     }
                     Err(e) => {
                         warn_once(format_args!("progress reporting disabled: {e}"));
@@ -296,21 +323,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    use std::sync::{Barrier, OnceLock, mpsc};
-
-    /// The directory of this test process's own channel: every test that calls
-    /// `beat` goes through here first, so the variable is set before the
-    /// channel is created, once for the whole process.
-    fn own_channel_dir() -> &'static Path {
-        static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-        DIR.get_or_init(|| {
-            let dir = tempfile::tempdir().expect("temporary directory");
-            // SAFETY: set once, before any test of this process reads it (all go through here).
-            unsafe { std::env::set_var(DIR_ENV, dir.path()) };
-            dir
-        })
-        .path()
-    }
+    use std::sync::{Barrier, mpsc};
 
     fn read_map(reader: &HeartbeatReader) -> BTreeMap<u32, u64> {
         let mut out = Vec::new();
@@ -322,7 +335,6 @@ mod tests {
 
     #[test]
     fn thread_pool_counts_are_exact_and_slots_free_on_exit() {
-        own_channel_dir();
         let hold = Barrier::new(5);
         let (sender, receiver) = mpsc::channel();
         std::thread::scope(|scope| {
@@ -362,7 +374,6 @@ mod tests {
 
     #[test]
     fn channel_file_is_private_to_the_owner() {
-        own_channel_dir();
         beat(0);
         let mode = std::fs::metadata(channel_path(std::process::id()))
             .expect("channel exists")
@@ -438,10 +449,9 @@ mod tests {
     #[test]
     #[ignore = "entry point of the child process of counters_written_by_another_process_are_read_exactly"]
     fn child_process_writer() {
-        assert!(
-            std::env::var_os(CHILD_ENV).is_some(),
-            "run by counters_written_by_another_process_are_read_exactly"
-        );
+        if std::env::var_os(CHILD_ENV).is_none() {
+            return; // only meaningful as the child of counters_written_by_another_process_are_read_exactly
+        }
         beat(1);
         println!("{MARK} beat {} 1", current_tid());
         // SAFETY: no other thread of this process holds a lock at this point
@@ -547,5 +557,12 @@ mod tests {
             .expect("child reads stdin");
         lines.for_each(drop); // keep reading until the child closes its stdout
         assert!(child.wait().expect("child exits").success());
+
+        // A normal exit removes the file; the grandchild left with _exit, as a crash would.
+        assert!(
+            !channel_path_in(dir.path(), child_pid).exists(),
+            "exited child's channel file remains"
+        );
+        assert!(channel_path_in(dir.path(), grandchild).exists());
     }
 }

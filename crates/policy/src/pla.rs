@@ -45,7 +45,7 @@ pub struct PlaConfig {
 impl Default for PlaConfig {
     fn default() -> Self {
         PlaConfig {
-            step: 0.05,
+            step: 0.1,
             lambda: 0.02,
             nu: 0.05,
             threshold: 0.98,
@@ -249,6 +249,7 @@ mod tests {
     fn reinforces_at_or_above_the_threshold_with_a_normalised_step() {
         let cfg = PlaConfig {
             init_focus: 0.0,
+            step: 0.05,
             ..PlaConfig::default()
         };
         let mut pla = Pla::new(vec![0, 1], 1, cfg);
@@ -289,6 +290,7 @@ mod tests {
     fn non_positive_average_uses_the_plain_step() {
         let cfg = PlaConfig {
             init_focus: 0.0,
+            step: 0.05,
             ..PlaConfig::default()
         };
         let mut pla = Pla::new(vec![0, 1], 0, cfg);

@@ -23,7 +23,7 @@
 //! optimisation cycles; in each cycle every thread works on its portion of
 //! the candidates, and the number of candidates processed in the allotted
 //! time measures the processing speed. The original (FastFlow, paper 000's
-//! reference [28]) is not public; this module is our own SLS of the kind it
+//! reference \[28\]) is not public; this module is our own SLS of the kind it
 //! describes (see `packing.rs`): first-fit-decreasing starts, bin-elimination
 //! moves with item exchanges that favour fuller bins, best-replaces-worst
 //! selection after each cycle. Each candidate carries its own random

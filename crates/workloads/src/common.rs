@@ -88,24 +88,62 @@ impl Common {
     /// Runs `work(i)` on one scoped thread per name, thread `i` named
     /// `names[i]` (for workloads whose threads have different roles, like the
     /// stages of a pipeline), and returns their results in that order.
+    ///
+    /// No thread starts working before all are spawned: if one cannot be
+    /// spawned, the others return without working, so threads that would wait
+    /// for it (at a barrier, on a queue) cannot hang the run.
     pub fn spawn_named_workers<T, F>(&self, names: &[String], work: F) -> Result<Vec<T>, WorkError>
     where
         T: Send,
         F: Fn(usize) -> T + Sync,
     {
         let work = &work;
+        let gate = StartGate::default();
+        let gate = &gate;
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(names.len());
             for (i, name) in names.iter().enumerate() {
-                let handle = std::thread::Builder::new()
+                let spawned = std::thread::Builder::new()
                     .name(name.clone())
-                    .spawn_scoped(scope, move || work(i))?;
-                handles.push(handle);
+                    .spawn_scoped(scope, move || gate.wait_for_all().then(|| work(i)));
+                match spawned {
+                    Ok(handle) => handles.push(handle),
+                    Err(e) => {
+                        gate.open(false);
+                        return Err(WorkError::Spawn(e));
+                    }
+                }
             }
+            gate.open(true);
             Ok(handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .filter_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
                 .collect())
         })
+    }
+}
+
+/// Holds spawned workers until all are spawned (`open(true)`) or one could
+/// not be (`open(false)`).
+#[derive(Default)]
+struct StartGate {
+    decision: std::sync::Mutex<Option<bool>>,
+    decided: std::sync::Condvar,
+}
+
+impl StartGate {
+    fn open(&self, go: bool) {
+        *self.decision.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(go);
+        self.decided.notify_all();
+    }
+
+    /// Waits for the decision; `true` means work.
+    fn wait_for_all(&self) -> bool {
+        let decision = self.decision.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let decision = self
+            .decided
+            .wait_while(decision, |decision| decision.is_none())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        decision.unwrap_or(false)
     }
 }

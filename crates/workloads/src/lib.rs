@@ -136,22 +136,30 @@ pub fn run(cmd: &WorkCommand) -> Result<Value, WorkError> {
 }
 
 /// A short human-readable summary of a [`run`] result: a headline, then one
-/// aligned `field  value` line per result field (lists shown by length).
+/// aligned `field  value` line per result field (lists shown by length), with
+/// no final newline.
 pub fn human_summary(result: &Value) -> String {
-    let Some(fields) = result.as_object() else { return result.to_string() };
+    let Some(fields) = result.as_object() else {
+        return result.to_string();
+    };
     let text = |key: &str| fields.get(key).map_or_else(|| "?".to_string(), plain);
     let mut summary = format!(
-        "{} finished in {} s on {} threads (seed {})\n",
+        "{} finished in {} s on {} threads (seed {})",
         text("workload"),
-        fields.get("wall_s").and_then(Value::as_f64).map_or_else(|| "?".into(), |s| format!("{s:.2}")),
+        fields
+            .get("wall_s")
+            .and_then(Value::as_f64)
+            .map_or_else(|| "?".into(), |s| format!("{s:.2}")),
         text("threads"),
         text("seed"),
     );
-    let shown: Vec<(&String, &Value)> =
-        fields.iter().filter(|(key, _)| !["workload", "wall_s", "threads", "seed"].contains(&key.as_str())).collect();
+    let shown: Vec<(&String, &Value)> = fields
+        .iter()
+        .filter(|(key, _)| !["workload", "wall_s", "threads", "seed"].contains(&key.as_str()))
+        .collect();
     let width = shown.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
     for (key, value) in shown {
-        summary.push_str(&format!("  {key:<width$}  {}\n", plain(value)));
+        summary.push_str(&format!("\n  {key:<width$}  {}", plain(value)));
     }
     summary
 }
@@ -184,14 +192,18 @@ mod tests {
     }
 
     fn parse(args: &[&str]) -> WorkCommand {
-        Cli::try_parse_from(std::iter::once("work").chain(args.iter().copied())).expect("parses").work
+        Cli::try_parse_from(std::iter::once("work").chain(args.iter().copied()))
+            .expect("parses")
+            .work
     }
 
     #[test]
     fn common_options_go_before_or_after_the_workload() {
         let cmd = parse(&["--threads", "3", "aco", "--instance", "wt50:2", "--seed", "9", "--json"]);
         assert_eq!((cmd.threads, cmd.seed, cmd.json, cmd.quiet), (Some(3), 9, true, false));
-        let Workload::Aco(opts) = &cmd.workload else { panic!("aco expected, got {:?}", cmd.workload) };
+        let Workload::Aco(opts) = &cmd.workload else {
+            panic!("aco expected, got {:?}", cmd.workload)
+        };
         assert_eq!(opts.instance, "wt50:2");
         let cmd = parse(&["stream", "--size", "0.5"]);
         assert_eq!((cmd.threads, cmd.seed), (None, 1));
@@ -222,7 +234,16 @@ mod tests {
 
     #[test]
     fn pipeline_reports_the_threads_it_really_used() {
-        let cmd = parse(&["--threads", "1", "--quiet", "pipeline", "--items", "20", "--rounds", "1"]);
+        let cmd = parse(&[
+            "--threads",
+            "1",
+            "--quiet",
+            "pipeline",
+            "--items",
+            "20",
+            "--rounds",
+            "1",
+        ]);
         let result = run(&cmd).expect("runs");
         assert_eq!(result["threads"], 3, "one thread per stage at least");
     }

@@ -205,8 +205,16 @@ mod tests {
                 assert_eq!(instance.jobs(), set.jobs());
                 assert_eq!((instance.weights.len(), instance.due.len()), (set.jobs(), set.jobs()));
                 // OR-Library generation: p in [1, 100], w in [1, 10].
-                assert!(instance.processing.iter().all(|p| (1..=100).contains(p)), "{}", instance.name);
-                assert!(instance.weights.iter().all(|w| (1..=10).contains(w)), "{}", instance.name);
+                assert!(
+                    instance.processing.iter().all(|p| (1..=100).contains(p)),
+                    "{}",
+                    instance.name
+                );
+                assert!(
+                    instance.weights.iter().all(|w| (1..=10).contains(w)),
+                    "{}",
+                    instance.name
+                );
             }
             assert_eq!(set.known_values().expect("values parse").len(), INSTANCES_PER_SET);
         }
@@ -218,9 +226,23 @@ mod tests {
         assert_eq!(instance.name, "wt40:1");
         assert_eq!(&instance.processing[..5], &[26, 24, 79, 46, 32]);
         assert_eq!(&instance.weights[..5], &[1, 10, 9, 10, 10]);
-        assert_eq!(known, KnownValue { value: 913, proven_optimal: true });
+        assert_eq!(
+            known,
+            KnownValue {
+                value: 913,
+                proven_optimal: true
+            }
+        );
         let (_, last) = load("wt40:125").expect("loads");
-        assert_eq!(last.value, WTOPT40.split_whitespace().last().expect("values").parse::<u64>().expect("integer"));
+        assert_eq!(
+            last.value,
+            WTOPT40
+                .split_whitespace()
+                .last()
+                .expect("values")
+                .parse::<u64>()
+                .expect("integer")
+        );
     }
 
     #[test]

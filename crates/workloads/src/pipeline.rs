@@ -41,8 +41,11 @@
 //! # Options
 //!
 //! `--stages 2,1,1` (weights, positive integers), `--queue block|spin|spin-then-block`,
-//! `--spin-us 200`, `--items 150000`, `--capacity 64` (items per queue),
+//! `--spin-us 200`, `--items 600000`, `--capacity 64` (items per queue),
 //! `--rounds 256` (mixing rounds per unit of weight). Scale up with `--items`.
+//! The default takes about 3 s with blocking queues on 2 cores; with
+//! `--queue spin` and more threads than cores it takes many times longer,
+//! because a spinning thread holds its core until the kernel preempts it.
 
 use crate::barrier::SyncMode;
 use crate::common::{Common, WorkError};
@@ -64,7 +67,7 @@ pub struct Options {
     #[arg(long, default_value_t = 200)]
     pub spin_us: u64,
     /// Items pushed through the pipeline
-    #[arg(long, default_value_t = 150_000)]
+    #[arg(long, default_value_t = 600_000)]
     pub items: u64,
     /// Capacity of each queue between two stages, in items
     #[arg(long, default_value_t = 64)]
@@ -119,7 +122,11 @@ impl Item {
             state = mix(state.wrapping_add(0x9E37_79B9_7F4A_7C15));
             *word = state;
         }
-        Item { id, stages_done: 0, payload }
+        Item {
+            id,
+            stages_done: 0,
+            payload,
+        }
     }
 
     /// The work of stage `stage`: `rounds` rounds of mixing every word.
@@ -334,13 +341,17 @@ struct Sink {
 fn run_stages(opts: &Options, common: &Common) -> Result<(u64, Vec<usize>), WorkError> {
     let stages = opts.stages.len();
     let stage_threads = threads_per_stage(&opts.stages, common.threads.max(stages));
-    let roles: Vec<(usize, usize)> =
-        stage_threads.iter().enumerate().flat_map(|(stage, &count)| (0..count).map(move |k| (stage, k))).collect();
+    let roles: Vec<(usize, usize)> = stage_threads
+        .iter()
+        .enumerate()
+        .flat_map(|(stage, &count)| (0..count).map(move |k| (stage, k)))
+        .collect();
     let names: Vec<String> = roles.iter().map(|(stage, k)| format!("pipe-{stage}-{k}")).collect();
     let spin_for = Duration::from_micros(opts.spin_us);
     // queues[s] carries items from stage s to stage s + 1.
-    let queues: Vec<Queue> =
-        (0..stages - 1).map(|s| Queue::new(opts.capacity, stage_threads[s], opts.queue, spin_for)).collect();
+    let queues: Vec<Queue> = (0..stages - 1)
+        .map(|s| Queue::new(opts.capacity, stage_threads[s], opts.queue, spin_for))
+        .collect();
     let next_id = AtomicU64::new(0);
     let sink = Sink {
         checksum: AtomicU64::new(0),
@@ -386,7 +397,11 @@ fn run_stages(opts: &Options, common: &Common) -> Result<(u64, Vec<usize>), Work
             sink.checksum.fetch_add(checksum, Ordering::Relaxed);
         }
     })?;
-    let delivered: u64 = sink.seen.iter().map(|word| u64::from(word.load(Ordering::Relaxed).count_ones())).sum();
+    let delivered: u64 = sink
+        .seen
+        .iter()
+        .map(|word| u64::from(word.load(Ordering::Relaxed).count_ones()))
+        .sum();
     let (duplicates, misrouted) = (sink.duplicates.into_inner(), sink.misrouted.into_inner());
     if delivered != opts.items || duplicates != 0 || misrouted != 0 {
         return Err(WorkError::WrongResult(format!(
@@ -400,12 +415,19 @@ fn run_stages(opts: &Options, common: &Common) -> Result<(u64, Vec<usize>), Work
 /// Runs the pipeline workload.
 pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
     if opts.stages.is_empty() || opts.stages.contains(&0) {
-        return Err(WorkError::BadInput("--stages needs one or more positive weights, e.g. 2,1,1".into()));
+        return Err(WorkError::BadInput(
+            "--stages needs one or more positive weights, e.g. 2,1,1".into(),
+        ));
     }
     if opts.capacity == 0 || opts.items == 0 || opts.rounds == 0 {
-        return Err(WorkError::BadInput("--capacity, --items and --rounds must be at least 1".into()));
+        return Err(WorkError::BadInput(
+            "--capacity, --items and --rounds must be at least 1".into(),
+        ));
     }
-    common.start("pipeline: items through all stages", opts.items * opts.stages.len() as u64);
+    common.start(
+        "pipeline: items through all stages",
+        opts.items.saturating_mul(opts.stages.len() as u64),
+    );
     let started = Instant::now();
     let (checksum, stage_threads) = run_stages(opts, common)?;
     let elapsed = started.elapsed().as_secs_f64();
@@ -428,7 +450,14 @@ mod tests {
     use super::*;
 
     fn options(stages: &[u32], queue: SyncMode, items: u64, capacity: usize) -> Options {
-        Options { stages: stages.to_vec(), queue, spin_us: 20, items, capacity, rounds: 3 }
+        Options {
+            stages: stages.to_vec(),
+            queue,
+            spin_us: 20,
+            items,
+            capacity,
+            rounds: 3,
+        }
     }
 
     fn sequential_checksum(opts: &Options, seed: u64) -> u64 {
@@ -448,7 +477,11 @@ mod tests {
                 let opts = options(stages, queue, 700, capacity);
                 let common = Common::new(threads, 9, true).expect("valid settings");
                 let report = run(&opts, &common).expect("pipeline runs");
-                assert_eq!(report.checksum, sequential_checksum(&opts, 9), "{queue:?} {stages:?} x{threads}");
+                assert_eq!(
+                    report.checksum,
+                    sequential_checksum(&opts, 9),
+                    "{queue:?} {stages:?} x{threads}"
+                );
                 assert_eq!(report.items, 700);
                 assert_eq!(report.threads, threads.max(stages.len()));
             }
@@ -459,7 +492,10 @@ mod tests {
     fn checksum_depends_on_seed_and_work() {
         let opts = options(&[2, 1], SyncMode::Block, 50, 8);
         assert_ne!(sequential_checksum(&opts, 1), sequential_checksum(&opts, 2));
-        let heavier = Options { rounds: 4, ..opts.clone() };
+        let heavier = Options {
+            rounds: 4,
+            ..opts.clone()
+        };
         assert_ne!(sequential_checksum(&opts, 1), sequential_checksum(&heavier, 1));
     }
 
@@ -498,6 +534,9 @@ mod tests {
         assert_eq!(cli.options.stages, vec![3, 1, 2]);
         assert_eq!(cli.options.queue, SyncMode::Spin);
         let defaults = Cli::try_parse_from(["pipeline"]).expect("parses");
-        assert_eq!((defaults.options.stages, defaults.options.capacity), (vec![2, 1, 1], 64));
+        assert_eq!(
+            (defaults.options.stages, defaults.options.capacity),
+            (vec![2, 1, 1], 64)
+        );
     }
 }

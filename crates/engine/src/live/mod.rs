@@ -115,6 +115,7 @@ impl LiveProcess {
         let mut found = Vec::new();
         let mut pending = vec![self.scope.root];
         let mut seen_pids = HashSet::new();
+        let mut live_pids = HashSet::new();
         let registered = self
             .scope
             .only
@@ -142,6 +143,9 @@ impl LiveProcess {
                 .flatten()
                 .filter_map(|entry| entry.file_name().to_str().ok()?.parse().ok())
                 .collect();
+            if !tids.is_empty() {
+                live_pids.insert(pid);
+            }
             for tid in tids {
                 if self.scope.children {
                     let known = self.key_of.get(&tid).and_then(|k| self.threads.get(k));
@@ -162,8 +166,20 @@ impl LiveProcess {
                 found.push((pid, tid));
             }
         }
-        self.task_dirs
-            .retain(|pid, _| seen_pids.contains(pid) && found.iter().any(|&(p, _)| p == *pid));
+        let ended: Vec<u32> = self
+            .task_dirs
+            .keys()
+            .copied()
+            .filter(|pid| !live_pids.contains(pid))
+            .collect();
+        for pid in ended {
+            self.task_dirs.remove(&pid);
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                // A process that was killed could not unlink its heartbeat
+                // channel at exit; do it for it.
+                let _ = pinlearn_heartbeat::remove_channel(pid);
+            }
+        }
         found
     }
 

@@ -1,0 +1,70 @@
+//! The engine as a library inside the application: the manager runs on a
+//! thread of its own, supervises only the threads that register, and puts
+//! every mask back when stopped.
+
+use pinlearn_engine::live::get_affinity;
+use pinlearn_engine::{Manager, PolicyChoice, Registration, Request, Settings};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+#[test]
+fn registered_threads_are_supervised_and_restored() {
+    let settings = Settings {
+        interval: Duration::from_millis(10),
+        policy: PolicyChoice::Static,
+        ..Settings::default()
+    };
+    let request = Request {
+        settings,
+        cpus: None,
+        trace: None,
+    };
+    let manager = Manager::start(&request, Registration::Explicit).expect("start");
+    let stop = Arc::new(AtomicBool::new(false));
+    let registered = Arc::new(Barrier::new(4));
+    let stopped = Arc::new(Barrier::new(4));
+    let checked = Arc::new(Barrier::new(4));
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            let (registrar, stop) = (manager.registrar(), stop.clone());
+            let (registered, stopped, checked) = (registered.clone(), stopped.clone(), checked.clone());
+            std::thread::spawn(move || {
+                let before = get_affinity(0).unwrap();
+                registrar.register_current_thread();
+                registered.wait();
+                let mut x = 1u64;
+                while !stop.load(Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                let during = get_affinity(0).unwrap();
+                stopped.wait();
+                checked.wait();
+                (before, during, get_affinity(0).unwrap())
+            })
+        })
+        .collect();
+    // An unregistered thread of the same process is left alone.
+    let bystander_mask = get_affinity(0).unwrap();
+    registered.wait();
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    stopped.wait();
+    let summary = manager.stop().expect("stop");
+    checked.wait();
+    let masks: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    assert_eq!(
+        summary.threads_seen, 3,
+        "only the registered threads: {:?}",
+        summary.threads
+    );
+    assert_eq!(summary.ended_by, "stopped");
+    assert!(summary.periods >= 10);
+    let allowed = get_affinity(0).unwrap();
+    for (before, during, after) in masks {
+        assert_eq!(during.len(), 1, "static pins each worker to one core, got {during}");
+        assert!(during.is_subset(&allowed));
+        assert_eq!(after, before, "the mask is back after stop");
+    }
+    assert_eq!(get_affinity(0).unwrap(), bystander_mask);
+}
