@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use pinlearn_engine::{EngineError, Metric, PolicyChoice, Settings};
 use pinlearn_policy::Objective;
-use pinlearn_topology::CpuSet;
+use pinlearn_topology::{CpuSet, Topology};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -70,9 +70,38 @@ pub struct CommonArgs {
     /// Supervise only the target process, not its descendants.
     #[arg(long)]
     pub no_children: bool,
+    /// Use this topology instead of the machine's: an hwloc synthetic string
+    /// ("node:2 core:4 pu:1", needs --topology-map) or an XML file from lstopo.
+    #[arg(long, value_name = "SPEC")]
+    pub topology: Option<String>,
+    /// Real CPUs the PUs of a synthetic --topology stand for, in order: e.g.
+    /// "node:2 core:1 pu:1" with map 0-1 makes CPUs 0 and 1 two NUMA nodes.
+    #[arg(long, value_parser = parse_cpus, value_name = "LIST", requires = "topology")]
+    pub topology_map: Option<CpuSet>,
+    /// The NUMA-level period T_NUMA [default: 2s].
+    #[arg(long, value_name = "DUR")]
+    pub numa_interval: Option<String>,
 }
 
 impl CommonArgs {
+    /// The topology to place threads on: `--topology` (mapped onto real CPUs
+    /// with `--topology-map`) or this machine's.
+    pub fn topology(&self) -> Result<Topology, EngineError> {
+        let Some(spec) = &self.topology else {
+            return Topology::detect()
+                .map_err(|e| EngineError::io("cannot read the machine topology", std::io::Error::other(e)));
+        };
+        let topology = Topology::from_spec(spec).map_err(|e| EngineError::bad_input(e.to_string()))?;
+        match &self.topology_map {
+            Some(map) => topology.map_onto(map).map_err(|e| EngineError::bad_input(format!("--topology-map: {e}"))),
+            None if topology.source().starts_with("xml") => Ok(topology),
+            None => Err(EngineError::bad_input(format!(
+                "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its {} PUs are",
+                topology.cpus().len()
+            ))),
+        }
+    }
+
     /// Overrides `settings` with the flags that were given.
     pub fn apply(&self, settings: &mut Settings) -> Result<(), EngineError> {
         if let Some(interval) = &self.interval {
@@ -92,6 +121,9 @@ impl CommonArgs {
         }
         if self.no_children {
             settings.children = false;
+        }
+        if let Some(numa_interval) = &self.numa_interval {
+            settings.learn.numa.period_s = pinlearn_engine::parse_duration(numa_interval)?.as_secs_f64();
         }
         settings.validate()
     }

@@ -20,7 +20,6 @@ mod topo;
 use args::{Cli, Command, CommonArgs};
 use clap::Parser;
 use pinlearn_engine::{EngineError, Request, Session, Settings, Summary};
-use pinlearn_topology::Topology;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -108,9 +107,15 @@ fn prepare(common: &CommonArgs, allowed: &pinlearn_topology::CpuSet) -> Result<S
         cpus: common.cpus.clone(),
         trace: common.trace.clone(),
     };
-    let machine = Topology::detect()
-        .map_err(|e| EngineError::io("cannot read the machine topology", std::io::Error::other(e)))?;
-    Session::prepare(&request, allowed, &machine)
+    if let Some(map) = &common.topology_map
+        && !map.is_subset(allowed)
+    {
+        return Err(EngineError::bad_input(format!(
+            "--topology-map {map}: CPUs {} are outside the CPUs the target may use ({allowed})",
+            map.difference(allowed)
+        )));
+    }
+    Session::prepare(&request, allowed, &common.topology()?)
 }
 
 fn note(common: &CommonArgs, session: &Session) {

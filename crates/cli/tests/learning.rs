@@ -74,3 +74,69 @@ fn threads_leave_the_cpu_a_hog_occupies() {
         "in the second half, worker thread-periods on the loaded CPU {loaded}: {on_loaded}, on the free CPU {free}: {on_free}"
     );
 }
+
+#[test]
+fn the_numa_level_moves_threads_between_nodes_made_of_real_cpus() {
+    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
+    if allowed.len() < 2 {
+        eprintln!("skipped: needs 2 CPUs, this test may use {allowed}");
+        return;
+    }
+    let mut cpus = allowed.iter();
+    let (first, second) = (cpus.next().unwrap(), cpus.next().unwrap());
+    let _hog = Guard(
+        pinlearn()
+            .args(["load", "--setsid", "--cpus", &first.to_string()])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the hog"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.csv");
+    let config = dir.path().join("numa.toml");
+    // Experiment often so that migrations happen within a short test.
+    std::fs::write(&config, "[learn.numa]\nzeta = 0.5\n").unwrap();
+    let exe = env!("CARGO_BIN_EXE_pinlearn");
+    let map = format!("{first},{second}");
+    let out = run(&[
+        "run",
+        "--json",
+        "--config",
+        config.to_str().unwrap(),
+        "--topology",
+        "node:2 core:1 pu:1",
+        "--topology-map",
+        &map,
+        "--numa-interval",
+        "100ms",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        exe,
+        "work",
+        "aco",
+        "--threads",
+        "3",
+        "--iterations",
+        "3000",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Each node holds one core: a thread's core-level actions (its core,
+    // its node) are the same CPU, so a thread seen on both CPUs was moved by
+    // the NUMA level.
+    let mut reader = csv::Reader::from_path(&trace).expect("trace");
+    let mut places: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    for row in reader.records() {
+        let row = row.unwrap();
+        if row[4].starts_with("aco-") {
+            places.entry(row[3].to_string()).or_default().insert(row[5].to_string());
+        }
+    }
+    assert_eq!(places.len(), 3, "three workers: {places:?}");
+    let (a, b) = (first.to_string(), second.to_string());
+    for seen in places.values() {
+        assert!(seen.iter().all(|p| *p == a || *p == b || *p == map), "places outside the map: {seen:?}");
+    }
+    assert!(places.values().any(|seen| seen.contains(&a) && seen.contains(&b)), "no node migration: {places:?}");
+}
