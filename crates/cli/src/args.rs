@@ -78,6 +78,9 @@ pub struct CommonArgs {
     /// "node:2 core:1 pu:1" with map 0-1 makes CPUs 0 and 1 two NUMA nodes.
     #[arg(long, value_parser = parse_cpus, value_name = "LIST", requires = "topology")]
     pub topology_map: Option<CpuSet>,
+    /// Move a process's memory to the node where this share of its threads runs (0 to 1; off by default).
+    #[arg(long, value_name = "ZETA")]
+    pub memory_binding: Option<f64>,
     /// The NUMA-level period T_NUMA [default: 2s].
     #[arg(long, value_name = "DUR")]
     pub numa_interval: Option<String>,
@@ -93,7 +96,9 @@ impl CommonArgs {
         };
         let topology = Topology::from_spec(spec).map_err(|e| EngineError::bad_input(e.to_string()))?;
         match &self.topology_map {
-            Some(map) => topology.map_onto(map).map_err(|e| EngineError::bad_input(format!("--topology-map: {e}"))),
+            Some(map) => topology
+                .map_onto(map)
+                .map_err(|e| EngineError::bad_input(format!("--topology-map: {e}"))),
             None if topology.source().starts_with("xml") => Ok(topology),
             None => Err(EngineError::bad_input(format!(
                 "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its {} PUs are",
@@ -121,6 +126,9 @@ impl CommonArgs {
         }
         if self.no_children {
             settings.children = false;
+        }
+        if let Some(zeta) = self.memory_binding {
+            settings.memory_binding = Some(zeta);
         }
         if let Some(numa_interval) = &self.numa_interval {
             settings.learn.numa.period_s = pinlearn_engine::parse_duration(numa_interval)?.as_secs_f64();

@@ -119,8 +119,10 @@ fn prepare(common: &CommonArgs, allowed: &pinlearn_topology::CpuSet) -> Result<S
 }
 
 fn note(common: &CommonArgs, session: &Session) {
-    if let (Some(note), false) = (&session.metric_note, common.quiet) {
-        eprintln!("pinlearn: {note}");
+    if !common.quiet {
+        for note in &session.notes {
+            eprintln!("pinlearn: {note}");
+        }
     }
 }
 

@@ -6,9 +6,15 @@ mod common;
 
 use common::*;
 use std::process::Stdio;
+use std::sync::Mutex;
+
+/// These tests measure the machine: one at a time, or each one's load and
+/// workload would be the other's interference.
+static MACHINE: Mutex<()> = Mutex::new(());
 
 #[test]
 fn threads_leave_the_cpu_a_hog_occupies() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
     if allowed.len() < 2 {
         eprintln!("skipped: needs 2 CPUs, this test may use {allowed}");
@@ -77,6 +83,7 @@ fn threads_leave_the_cpu_a_hog_occupies() {
 
 #[test]
 fn the_numa_level_moves_threads_between_nodes_made_of_real_cpus() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
     if allowed.len() < 2 {
         eprintln!("skipped: needs 2 CPUs, this test may use {allowed}");
@@ -136,7 +143,13 @@ fn the_numa_level_moves_threads_between_nodes_made_of_real_cpus() {
     assert_eq!(places.len(), 3, "three workers: {places:?}");
     let (a, b) = (first.to_string(), second.to_string());
     for seen in places.values() {
-        assert!(seen.iter().all(|p| *p == a || *p == b || *p == map), "places outside the map: {seen:?}");
+        assert!(
+            seen.iter().all(|p| *p == a || *p == b || *p == map),
+            "places outside the map: {seen:?}"
+        );
     }
-    assert!(places.values().any(|seen| seen.contains(&a) && seen.contains(&b)), "no node migration: {places:?}");
+    assert!(
+        places.values().any(|seen| seen.contains(&a) && seen.contains(&b)),
+        "no node migration: {places:?}"
+    );
 }

@@ -14,12 +14,19 @@
 //! policy = "learn"         # learn | static | os
 //! seed = 1
 //! children = true          # also supervise descendant processes
+//! memory_binding = 0.5     # optional: memory follows half of a process's threads
 //! [learn]
 //! objective = "balanced:1" # mean | balanced[:GAMMA] | own
 //! [learn.pla]
 //! step = 0.05
 //! [learn.numa]
 //! period_s = 2.0           # T_NUMA
+//! [[levels]]               # what is optimised where (paper 002 §4), see `levels`
+//! resource = "numa_bandwidth"
+//! optimize = "al"
+//! [[levels.children]]
+//! resource = "cpu_bandwidth"
+//! optimize = "rl"
 //! ```
 
 use crate::EngineError;
@@ -93,6 +100,13 @@ pub struct Settings {
     pub seed: u64,
     /// Supervise the target's descendant processes too.
     pub children: bool,
+    /// Move a process's memory to the node where this share of its threads
+    /// runs (paper 002 §5.2's zeta, in [0, 1]); off when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_binding: Option<f64>,
+    /// What is optimised at which level (paper 002 §4); the two-level
+    /// scheme by default. Sets `learn`'s levels and `memory_binding`.
+    pub levels: Vec<crate::levels::Level>,
     pub learn: LearnConfig,
 }
 
@@ -104,6 +118,8 @@ impl Default for Settings {
             policy: PolicyChoice::Learn,
             seed: 1,
             children: true,
+            memory_binding: None,
+            levels: crate::levels::two_level(),
             learn: LearnConfig::default(),
         }
     }
@@ -119,7 +135,7 @@ impl Settings {
 
     /// Parses TOML text (errors as one line, without the file name).
     pub fn from_toml_str(text: &str) -> Result<Self, EngineError> {
-        let settings: Settings = toml::from_str(text).map_err(|e| {
+        let mut settings: Settings = toml::from_str(text).map_err(|e| {
             let message = e.message().trim().to_string();
             let line = e.span().map(|s| text[..s.start].lines().count().max(1));
             EngineError::bad_input(match line {
@@ -127,6 +143,12 @@ impl Settings {
                 None => message,
             })
         })?;
+        let plan = crate::levels::plan(&settings.levels).map_err(EngineError::bad_input)?;
+        settings.learn.numa_level = plan.numa_level;
+        settings.learn.core_level = plan.core_level;
+        if plan.memory_binding.is_some() {
+            settings.memory_binding = plan.memory_binding;
+        }
         settings.validate()?;
         Ok(settings)
     }
@@ -137,6 +159,13 @@ impl Settings {
             return Err(EngineError::bad_input(format!(
                 "interval {} is out of range: use 1ms to 1h",
                 humantime::format_duration(self.interval)
+            )));
+        }
+        if let Some(zeta) = self.memory_binding
+            && !(0.0..=1.0).contains(&zeta)
+        {
+            return Err(EngineError::bad_input(format!(
+                "memory binding share {zeta} is out of range: use 0 to 1"
             )));
         }
         self.learn.validate().map_err(|e| EngineError::bad_input(e.to_string()))

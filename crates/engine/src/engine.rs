@@ -92,6 +92,11 @@ pub struct Engine {
     samples: Vec<ThreadSample>,
     repins: u64,
     trace: Option<Trace>,
+    /// Memory binding threshold zeta, when enabled.
+    memory_binding: Option<f64>,
+    /// Node each process's memory was last moved to.
+    memory_bound: BTreeMap<u32, usize>,
+    memory_moves: u64,
 }
 
 impl Engine {
@@ -108,7 +113,22 @@ impl Engine {
             samples: Vec::new(),
             repins: 0,
             trace,
+            memory_binding: None,
+            memory_bound: BTreeMap::new(),
+            memory_moves: 0,
         }
+    }
+
+    /// Moves a process's memory to the node where a share `zeta` of its
+    /// threads runs, every NUMA period (paper 002 §5.2).
+    pub fn with_memory_binding(mut self, zeta: f64) -> Self {
+        self.memory_binding = Some(zeta);
+        self
+    }
+
+    /// Memory moves made so far.
+    pub fn memory_moves(&self) -> u64 {
+        self.memory_moves
     }
 
     pub fn policy_name(&self) -> String {
@@ -172,7 +192,30 @@ impl Engine {
                 trace.row(time_s, self.period, &record.who, place, sample.speed, utility)?;
             }
         }
+        if let Some(zeta) = self.memory_binding
+            && numa_tick
+            && self.places.layout.nodes() > 1
+        {
+            self.bind_memory(target, zeta)?;
+        }
         self.period += 1;
+        Ok(())
+    }
+
+    fn bind_memory(&mut self, target: &mut dyn Target, zeta: f64) -> Result<(), EngineError> {
+        let places = self.places.layout.places();
+        let threads: Vec<(u32, Option<usize>)> = self
+            .samples
+            .iter()
+            .filter_map(|s| self.threads.get(&s.key))
+            .map(|r| (r.who.pid, r.place.and_then(|p| places[p].node)))
+            .collect();
+        for (pid, node) in crate::memory::plan(&threads, &self.memory_bound, zeta) {
+            if target.bind_memory(pid, node)? {
+                self.memory_bound.insert(pid, node);
+                self.memory_moves += 1;
+            }
+        }
         Ok(())
     }
 
@@ -208,12 +251,16 @@ impl Engine {
                 repins: r.repins,
                 last_place: self.place_name(r.place),
                 time_on: {
-                    let mut shares: Vec<PlaceShare> = r
-                        .periods_on
-                        .iter()
-                        .map(|(p, n)| PlaceShare {
-                            cpus: self.place_name(*p),
-                            share: *n as f64 / r.periods.max(1) as f64,
+                    // Places with the same CPUs (a one-core node and its core) count together.
+                    let mut by_cpus: BTreeMap<String, u64> = BTreeMap::new();
+                    for (place, periods) in &r.periods_on {
+                        *by_cpus.entry(self.place_name(*place)).or_insert(0) += periods;
+                    }
+                    let mut shares: Vec<PlaceShare> = by_cpus
+                        .into_iter()
+                        .map(|(cpus, n)| PlaceShare {
+                            cpus,
+                            share: n as f64 / r.periods.max(1) as f64,
                         })
                         .collect();
                     shares.sort_by(|a, b| b.share.total_cmp(&a.share));
@@ -246,6 +293,7 @@ mod tests {
         threads: Vec<(ThreadKey, Option<f64>)>,
         initial: Option<usize>,
         placed: Vec<(ThreadKey, usize)>,
+        memory: Vec<(u32, usize)>,
     }
 
     impl Target for FakeTarget {
@@ -267,6 +315,10 @@ mod tests {
                 name: format!("t{key}"),
             }
         }
+        fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {
+            self.memory.push((pid, node));
+            Ok(true)
+        }
     }
 
     fn places() -> Places {
@@ -282,6 +334,7 @@ mod tests {
             threads: vec![(1, None), (2, None)],
             initial: Some(whole),
             placed: vec![],
+            memory: vec![],
         };
         for k in 0..5 {
             engine.step(&mut target, k as f64 * 0.05).unwrap();
@@ -299,6 +352,7 @@ mod tests {
             threads: vec![(1, Some(1.0)), (2, Some(1.0))],
             initial: None,
             placed: vec![],
+            memory: vec![],
         };
         engine.step(&mut target, 0.0).unwrap();
         engine.step(&mut target, 0.05).unwrap();
@@ -312,6 +366,30 @@ mod tests {
         assert_eq!(summaries[0].last_place, "0");
         assert_eq!(summaries[0].mean_speed, Some(1.0));
         assert_eq!(summaries[0].time_on[0].cpus, "0");
+    }
+
+    #[test]
+    fn memory_follows_the_node_holding_a_share_of_the_threads_once_per_numa_period() {
+        let places = Places::new(&Topology::from_synthetic("node:2 core:1 pu:1").expect("synthetic"));
+        let layout = places.layout.clone();
+        let mut engine = Engine::new(Box::new(StaticPolicy::new(layout)), places, 4, None).with_memory_binding(0.5);
+        // Round-robin: threads 1 and 3 on node 0's core, thread 2 on node 1's.
+        let threads = vec![(1, Some(1.0)), (2, Some(1.0)), (3, Some(1.0))];
+        let mut target = FakeTarget {
+            threads,
+            initial: None,
+            placed: vec![],
+            memory: vec![],
+        };
+        for k in 0..12 {
+            engine.step(&mut target, k as f64 * 0.05).unwrap();
+        }
+        assert_eq!(
+            target.memory,
+            vec![(1, 0)],
+            "moved once, to node 0, at the first NUMA period"
+        );
+        assert_eq!(engine.memory_moves(), 1);
     }
 
     #[test]
@@ -330,6 +408,7 @@ mod tests {
             threads: vec![(7, Some(0.5)), (9, None)],
             initial: None,
             placed: vec![],
+            memory: vec![],
         };
         for k in 0..3 {
             engine.step(&mut target, k as f64 * 0.05).unwrap();

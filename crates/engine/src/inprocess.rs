@@ -12,7 +12,7 @@
 //! application's business: nothing is installed here.
 
 use crate::EngineError;
-use crate::live::{LiveProcess, Scope, get_affinity};
+use crate::live::{Scope, get_affinity};
 use crate::session::{Request, Session};
 use crate::supervise::{Stop, Summary, cpu_time, drive};
 use pinlearn_topology::Topology;
@@ -78,12 +78,7 @@ impl Manager {
                     only,
                     exclude: vec![me],
                 };
-                let mut target = LiveProcess::new(
-                    scope,
-                    session.metric,
-                    session.places.cpus.clone(),
-                    session.settings.interval.as_secs_f64(),
-                );
+                let mut target = session.live_target(scope);
                 let cpu0 = cpu_time(true);
                 let started = Instant::now();
                 let (stop, wall) = drive(&mut engine, &mut target, session.settings.interval, |deadline| {

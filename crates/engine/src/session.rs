@@ -36,8 +36,12 @@ pub struct Session {
     pub places: Places,
     /// The metric actually used (never `Auto`).
     pub metric: Metric,
-    /// Said once to the user (e.g. why `auto` fell back to `cpu`).
-    pub metric_note: Option<String>,
+    /// Said once to the user (why `auto` fell back to `cpu`, why memory
+    /// binding does nothing here, ...).
+    pub notes: Vec<String>,
+    /// OS index of each layout node's memory, when memory binding is on and
+    /// the nodes are real memory nodes.
+    pub memory_nodes: Option<Vec<u32>>,
     pub trace: Option<PathBuf>,
 }
 
@@ -70,12 +74,29 @@ impl Session {
             Trace::create(path)?;
         }
         let (metric, metric_note) = resolve_metric(request.settings.metric).map_err(EngineError::bad_input)?;
+        let mut notes: Vec<String> = metric_note.into_iter().collect();
+        let memory_nodes = match request.settings.memory_binding {
+            None => None,
+            Some(_) if topology.nodes().len() < 2 => {
+                notes.push("memory binding: one NUMA node here, so there is no memory to move".into());
+                None
+            }
+            Some(_) if !topology.source().starts_with("hwloc") => {
+                notes.push(format!(
+                    "memory binding: the nodes of {} are groups of CPUs, not memory nodes; no memory is moved",
+                    topology.source()
+                ));
+                None
+            }
+            Some(_) => Some(topology.nodes().iter().map(|n| n.os_index).collect()),
+        };
         Ok(Session {
             settings: request.settings.clone(),
             places: Places::new(&topology),
             topology,
             metric,
-            metric_note,
+            notes,
+            memory_nodes,
             trace: request.trace.clone(),
         })
     }
@@ -93,12 +114,25 @@ impl Session {
     /// A fresh engine for this session (creates the trace file).
     pub fn engine(&self) -> Result<Engine, EngineError> {
         let trace = self.trace.as_deref().map(Trace::create).transpose()?;
-        Ok(Engine::new(
-            self.policy(),
-            self.places.clone(),
-            self.settings.numa_every(),
-            trace,
-        ))
+        let engine = Engine::new(self.policy(), self.places.clone(), self.settings.numa_every(), trace);
+        Ok(match (self.settings.memory_binding, &self.memory_nodes) {
+            (Some(zeta), Some(_)) => engine.with_memory_binding(zeta),
+            _ => engine,
+        })
+    }
+
+    /// The live target for `scope` under this session's settings.
+    pub fn live_target(&self, scope: crate::live::Scope) -> crate::live::LiveProcess {
+        let target = crate::live::LiveProcess::new(
+            scope,
+            self.metric,
+            self.places.cpus.clone(),
+            self.settings.interval.as_secs_f64(),
+        );
+        match &self.memory_nodes {
+            Some(nodes) => target.with_memory_nodes(nodes.clone()),
+            None => target,
+        }
     }
 
     /// The CPUs threads may be placed on.

@@ -34,14 +34,17 @@ use std::time::{Duration, Instant};
 pub struct Summary {
     pub policy: String,
     pub metric: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub metric_note: Option<String>,
+    /// What pinlearn had to say about this machine (said once at the start).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     pub cpus: String,
     pub interval_ms: f64,
     pub wall_s: f64,
     pub periods: u64,
     pub threads_seen: usize,
     pub repins: u64,
+    /// Processes whose memory was moved to another node (memory binding).
+    pub memory_moves: u64,
     /// CPU time of the manager itself (user + system).
     pub manager_cpu_s: f64,
     /// Manager CPU time as a share of one core over the run, in percent.
@@ -189,13 +192,14 @@ pub(crate) fn summary(session: &Session, engine: &Engine, stop: Stop, wall: Dura
     Summary {
         policy: engine.policy_name(),
         metric: session.metric.to_string(),
-        metric_note: session.metric_note.clone(),
+        notes: session.notes.clone(),
         cpus: session.allowed().to_string(),
         interval_ms: session.settings.interval.as_secs_f64() * 1e3,
         wall_s: wall.as_secs_f64(),
         periods: engine.periods(),
         threads_seen: threads.len(),
         repins: engine.repins(),
+        memory_moves: engine.memory_moves(),
         manager_cpu_s: cpu.as_secs_f64(),
         manager_cpu_pct: 100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9),
         ended_by: stop.describe(),
@@ -235,12 +239,7 @@ pub fn attach(session: &Session, pid: u32, duration: Option<Duration>) -> Result
         only: None,
         exclude: Vec::new(),
     };
-    let mut target = LiveProcess::new(
-        scope,
-        session.metric,
-        session.places.cpus.clone(),
-        session.settings.interval.as_secs_f64(),
-    );
+    let mut target = session.live_target(scope);
     let cpu0 = cpu_time(false);
     let end = duration.map(|d| Instant::now() + d);
     let (stop, wall) = drive(
@@ -310,12 +309,7 @@ pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) 
         only: None,
         exclude: Vec::new(),
     };
-    let mut target = LiveProcess::new(
-        scope,
-        session.metric,
-        session.places.cpus.clone(),
-        session.settings.interval.as_secs_f64(),
-    );
+    let mut target = session.live_target(scope);
     let cpu0 = cpu_time(false);
     let end = duration.map(|d| Instant::now() + d);
     let mut status = None;

@@ -40,4 +40,12 @@ pub trait Target {
 
     /// Who the thread is.
     fn info(&self, key: ThreadKey) -> ThreadInfo;
+
+    /// Moves the memory of process `pid` to layout node `node` (memory
+    /// binding). `Ok(false)` when there is nothing to do (the process ended,
+    /// or the target has no memory placement).
+    fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {
+        let _ = (pid, node);
+        Ok(false)
+    }
 }

@@ -33,6 +33,16 @@ pub struct LearnConfig {
     pub numa: AspirationConfig,
     /// Re-assign every thread round-robin when one ends (paper 003 §3.1).
     pub reset_on_exit: bool,
+    /// Learn the NUMA node (aspiration learning) on machines with 2+ nodes;
+    /// off: threads keep their round-robin node. Not a file key: the
+    /// engine's `[[levels]]` description sets it.
+    #[serde(skip)]
+    pub numa_level: bool,
+    /// Learn the core inside the node (perturbed learning automata); off:
+    /// every thread gets its whole node and the OS balances inside it.
+    /// Set by the engine's `[[levels]]` description.
+    #[serde(skip)]
+    pub core_level: bool,
 }
 
 impl Default for LearnConfig {
@@ -42,6 +52,8 @@ impl Default for LearnConfig {
             pla: PlaConfig::default(),
             numa: AspirationConfig::default(),
             reset_on_exit: true,
+            numa_level: true,
+            core_level: true,
         }
     }
 }

@@ -244,7 +244,7 @@ impl Policy for LearnPolicy {
             }
         }
 
-        if self.layout.nodes() > 1 {
+        if self.layout.nodes() > 1 && self.cfg.numa_level {
             for (thread, &speed) in self.threads.iter_mut().zip(&speeds) {
                 if let (false, Some(speed)) = (thread.fresh, sanitise_speed(speed)) {
                     thread.numa_speed_sum += speed;
@@ -257,11 +257,15 @@ impl Policy for LearnPolicy {
         }
 
         let rng = &mut self.rng;
+        let (layout, core_level) = (&self.layout, self.cfg.core_level);
         let place = self
             .threads
             .iter_mut()
             .map(|thread| {
-                if std::mem::take(&mut thread.fresh) {
+                if !core_level {
+                    thread.fresh = false;
+                    layout.node_place(thread.numa.node)
+                } else if std::mem::take(&mut thread.fresh) {
                     thread.pla.current()
                 } else {
                     thread.pla.choose(rng)
@@ -452,6 +456,58 @@ mod tests {
         for period in 21..40 {
             let decision = policy.decide(&input(period, &threads, false));
             assert!([4, 5, 6].contains(&decision.place[slot]));
+        }
+    }
+
+    #[test]
+    fn without_the_core_level_every_thread_gets_its_whole_node() {
+        let layout = Layout::uniform(2, 3);
+        let cfg = LearnConfig {
+            core_level: false,
+            ..LearnConfig::default()
+        };
+        let mut policy = LearnPolicy::new(layout.clone(), cfg, 5);
+        let keys = [1, 2, 3, 4];
+        for period in 0..20 {
+            let threads = samples(&keys, Some(0.5));
+            let decision = policy.decide(&input(period, &threads, false));
+            for (i, &place) in decision.place.iter().enumerate() {
+                assert_eq!(
+                    layout.places()[place].kind,
+                    PlaceKind::Node,
+                    "thread {i} period {period}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn without_the_numa_level_no_thread_changes_node() {
+        let layout = Layout::uniform(2, 2);
+        let cfg = LearnConfig {
+            numa_level: false,
+            numa: AspirationConfig {
+                zeta: 1.0,
+                ..AspirationConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        let mut policy = LearnPolicy::new(layout.clone(), cfg, 5);
+        let keys = [1, 2, 3];
+        let first = policy.decide(&input(0, &samples(&keys, None), false));
+        let nodes = |d: &Decision| d.place.iter().map(|&p| layout.places()[p].node).collect::<Vec<_>>();
+        let start = nodes(&first);
+        for period in 1..200 {
+            // Thread 1 is slow on its node: aspiration would move it.
+            let threads: Vec<ThreadSample> = keys
+                .iter()
+                .map(|&key| ThreadSample {
+                    key,
+                    speed: Some(if key == 1 { 0.1 } else { 1.0 }),
+                })
+                .collect();
+            let decision = policy.decide(&input(period, &threads, true));
+            assert_eq!(nodes(&decision), start, "period {period}");
         }
     }
 

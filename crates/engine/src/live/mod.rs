@@ -16,6 +16,7 @@
 //! reuses during a run becomes a new thread for the policy.
 
 mod affinity;
+mod memory;
 mod probe;
 
 pub use affinity::{Affinity, get_affinity, set_affinity};
@@ -77,6 +78,8 @@ pub struct LiveProcess {
     max_beat_rate: f64,
     last_observe: Option<Instant>,
     nominal_period_s: f64,
+    /// OS index of each layout node's memory (memory binding on).
+    memory_nodes: Option<Vec<u32>>,
 }
 
 impl LiveProcess {
@@ -97,7 +100,14 @@ impl LiveProcess {
             max_beat_rate: 0.0,
             last_observe: None,
             nominal_period_s: period_s,
+            memory_nodes: None,
         }
+    }
+
+    /// Enables memory binding: layout node `i` is OS memory node `nodes[i]`.
+    pub fn with_memory_nodes(mut self, nodes: Vec<u32>) -> Self {
+        self.memory_nodes = Some(nodes);
+        self
     }
 
     /// Puts back the original mask of every thread pinlearn moved.
@@ -356,5 +366,20 @@ impl Target for LiveProcess {
 
     fn info(&self, key: ThreadKey) -> ThreadInfo {
         self.threads.get(&key).map(|t| t.who.clone()).unwrap_or_default()
+    }
+
+    fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {
+        let Some(nodes) = &self.memory_nodes else {
+            return Ok(false);
+        };
+        let Some(&to) = nodes.get(node) else { return Ok(false) };
+        match memory::migrate_process(pid, nodes, to) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
+            Err(e) => Err(EngineError::io(
+                format!("cannot move the memory of process {pid} to node {to}"),
+                e,
+            )),
+        }
     }
 }
