@@ -160,3 +160,40 @@ fn attach_with_duration_stops_by_itself_and_restores() {
     assert_eq!(summary["ended_by"], "duration");
     assert_eq!(masks(pid), before);
 }
+
+#[test]
+fn heartbeat_metric_reads_the_progress_the_workers_report() {
+    let exe = env!("CARGO_BIN_EXE_pinlearn");
+    let out = run(&[
+        "run",
+        "--json",
+        "--metric",
+        "heartbeat",
+        "--interval",
+        "20ms",
+        "--",
+        exe,
+        "work",
+        "aco",
+        "--threads",
+        "2",
+        "--iterations",
+        "1500",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert_eq!(summary["metric"], "heartbeat");
+    let workers: Vec<&serde_json::Value> = summary["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap().starts_with("aco-"))
+        .collect();
+    assert_eq!(workers.len(), 2, "{summary}");
+    for worker in workers {
+        // Beats per second relative to the fastest rate seen: in (0, 1].
+        let speed = worker["mean_speed"].as_f64().expect("workers report progress");
+        assert!(speed > 0.0 && speed <= 1.0, "{worker}");
+    }
+}

@@ -258,14 +258,17 @@ impl Policy for LearnPolicy {
 
         let rng = &mut self.rng;
         let (layout, core_level) = (&self.layout, self.cfg.core_level);
+        // A thread that was not measured this period (it hardly ran) keeps
+        // its place: a new draw would move it without anything learned.
         let place = self
             .threads
             .iter_mut()
-            .map(|thread| {
+            .zip(&speeds)
+            .map(|(thread, speed)| {
                 if !core_level {
                     thread.fresh = false;
                     layout.node_place(thread.numa.node)
-                } else if std::mem::take(&mut thread.fresh) {
+                } else if std::mem::take(&mut thread.fresh) || speed.is_none() {
                     thread.pla.current()
                 } else {
                     thread.pla.choose(rng)
@@ -457,6 +460,40 @@ mod tests {
             let decision = policy.decide(&input(period, &threads, false));
             assert!([4, 5, 6].contains(&decision.place[slot]));
         }
+    }
+
+    #[test]
+    fn a_thread_without_a_measurement_keeps_its_place() {
+        let layout = Layout::uniform(1, 4);
+        let cfg = LearnConfig {
+            pla: crate::PlaConfig {
+                lambda: 0.5,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut policy = LearnPolicy::new(layout, cfg, 9);
+        let keys = [1, 2];
+        let first = policy.decide(&input(0, &samples(&keys, Some(0.5)), false));
+        let mut moved = false;
+        let mut place_of_idle = first.place[0];
+        for period in 1..100 {
+            let threads = vec![
+                ThreadSample { key: 1, speed: None },
+                ThreadSample {
+                    key: 2,
+                    speed: Some(0.5),
+                },
+            ];
+            let decision = policy.decide(&input(period, &threads, false));
+            assert_eq!(
+                decision.place[0], place_of_idle,
+                "the idle thread moved in period {period}"
+            );
+            moved |= decision.place[1] != first.place[1];
+            place_of_idle = decision.place[0];
+        }
+        assert!(moved, "the measured thread, with lambda 0.5 over 4 cores, explores");
     }
 
     #[test]

@@ -40,6 +40,9 @@ use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// Per-period fading of the peak heartbeat rate speeds are relative to.
+const BEAT_PEAK_FADE: f64 = 0.99;
+
 /// Which threads of the machine belong to the target.
 #[derive(Clone, Debug)]
 pub struct Scope {
@@ -323,10 +326,11 @@ impl Target for LiveProcess {
             };
             samples.push(ThreadSample { key, speed });
         }
-        // Heartbeat rates become speeds relative to the fastest rate seen so far.
-        for &(_, rate) in &beat_rates {
-            self.max_beat_rate = self.max_beat_rate.max(rate);
-        }
+        // Heartbeat rates become speeds relative to a recent peak rate: the
+        // fastest rate of this period, or the previous peak fading by 1% a
+        // period (so one early burst does not shrink every later speed).
+        let fastest = beat_rates.iter().map(|&(_, rate)| rate).fold(0.0, f64::max);
+        self.max_beat_rate = fastest.max(self.max_beat_rate * BEAT_PEAK_FADE);
         for (index, rate) in beat_rates {
             samples[index].speed = (self.max_beat_rate > 0.0).then(|| rate / self.max_beat_rate);
         }

@@ -7,7 +7,7 @@
 //!     instructions perf_event_open(INSTRUCTIONS, tid)
 //!                  speed = Δinstructions / Δt / 1e9       (GIPS)
 //!     heartbeat    pinlearn-heartbeat channel of the process
-//!                  speed = Δbeats / Δt / (highest beats/s seen), cpu where a thread is silent
+//!                  speed = Δbeats / Δt / (recent peak beats/s), cpu where a thread is silent
 //! ```
 //!
 //! Why `run / (run + wait)` and not run time alone: threads that meet at a
