@@ -32,6 +32,10 @@ pub enum Command {
     Load(crate::load::LoadArgs),
     /// Print every tunable with its default value, as a --config file (TOML).
     Config,
+    /// Run the policies on a simulated many-core NUMA machine (the papers' scenarios).
+    Sim(pinlearn_sim::SimCommand),
+    /// Run the papers' experiment matrix on this machine: every scheduler side by side with Linux.
+    Bench(pinlearn_bench::BenchCommand),
 }
 
 /// Options shared by `run` and `attach`.
@@ -43,7 +47,7 @@ pub struct CommonArgs {
     /// Per-thread speed signal [default: auto].
     #[arg(long, value_parser = parse_metric)]
     pub metric: Option<Metric>,
-    /// What the learner maximises: mean, balanced[:GAMMA] or own [default: mean].
+    /// What the learner maximises: own (each thread its own speed), mean, or balanced[:GAMMA] [default: own].
     #[arg(long, value_parser = parse_objective)]
     pub objective: Option<Objective>,
     /// learn (reinforcement learning), static (round-robin once) or os (measure only) [default: learn].

@@ -7,6 +7,8 @@
 //!                            ├► demo        ─► demo.rs (OS alone vs pinlearn, with a load)
 //!                            ├► work        ─► pinlearn_workloads
 //!                            ├► load        ─► load.rs (background CPU load generator)
+//!                            ├► sim         ─► pinlearn_sim (the engine on a modelled NUMA machine)
+//!                            ├► bench       ─► pinlearn_bench (the papers' matrix on this machine)
 //!                            └► config      ─► the default settings as TOML
 //!   errors: one line on stderr; status 2 for bad input, 1 for runtime failures,
 //!   the program's own status for `run`.
@@ -84,6 +86,19 @@ fn dispatch(cli: Cli) -> Result<u8, EngineError> {
             Ok(0)
         }
         Command::Load(args) => load::run(&args).map(|()| 0),
+        Command::Sim(sim) => match pinlearn_sim::run(&sim) {
+            Ok(()) => Ok(0),
+            Err(e) if e.is_bad_input() => Err(EngineError::bad_input(e.to_string())),
+            Err(e) => Err(EngineError::io("pinlearn sim", std::io::Error::other(e.to_string()))),
+        },
+        Command::Bench(bench) => {
+            let exe = std::env::current_exe().map_err(|e| EngineError::io("cannot find the pinlearn executable", e))?;
+            match pinlearn_bench::run(&bench, &exe) {
+                Ok(()) => Ok(0),
+                Err(e) if e.is_bad_input() => Err(EngineError::bad_input(e.to_string())),
+                Err(e) => Err(EngineError::io("pinlearn bench", std::io::Error::other(e.to_string()))),
+            }
+        }
         Command::Config => {
             print!("{}", Settings::default().to_toml());
             Ok(0)

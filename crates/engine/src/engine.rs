@@ -174,6 +174,10 @@ impl Engine {
                 periods_on: BTreeMap::new(),
             });
             record.periods += 1;
+            if record.periods <= 5 {
+                // Names settle shortly after a thread starts.
+                record.who = target.info(sample.key);
+            }
             if let Some(speed) = sample.speed {
                 record.speed.add(speed);
             }

@@ -21,6 +21,17 @@ use crate::aspiration::AspirationConfig;
 use crate::objective::Objective;
 use crate::pla::PlaConfig;
 
+/// Where a new thread's automaton starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Start {
+    /// On the thread's round-robin core (papers 000, 003).
+    #[default]
+    RoundRobin,
+    /// On the thread's whole node: the OS balances until learning pins.
+    Os,
+}
+
 /// Everything the learning policy can be tuned with.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -33,6 +44,10 @@ pub struct LearnConfig {
     pub numa: AspirationConfig,
     /// Re-assign every thread round-robin when one ends (paper 003 §3.1).
     pub reset_on_exit: bool,
+    /// Where a new thread starts: on its round-robin core (the papers), or
+    /// on its whole node, where the OS balances (learning then pins only
+    /// what measures better).
+    pub start: Start,
     /// Learn the NUMA node (aspiration learning) on machines with 2+ nodes;
     /// off: threads keep their round-robin node. Not a file key: the
     /// engine's `[[levels]]` description sets it.
@@ -48,10 +63,15 @@ pub struct LearnConfig {
 impl Default for LearnConfig {
     fn default() -> Self {
         LearnConfig {
-            objective: Objective::default(),
+            // `own`, not the papers' O1: with run shares (the metric where
+            // counters are missing) the mean is the same for every assignment
+            // that keeps the cores busy, so it gives the learner nothing to
+            // go on (docs/design.md, docs/simulator.md).
+            objective: Objective::Own,
             pla: PlaConfig::default(),
             numa: AspirationConfig::default(),
             reset_on_exit: true,
+            start: Start::RoundRobin,
             numa_level: true,
             core_level: true,
         }
@@ -171,7 +191,7 @@ mod tests {
         let cfg = LearnConfig::default();
         assert_eq!(cfg.validate(), Ok(()));
         assert!(cfg.reset_on_exit);
-        assert_eq!(cfg.objective, Objective::Mean);
+        assert_eq!(cfg.objective, Objective::Own, "own, not O1: see the comment in Default");
         assert_eq!(cfg.pla.lambda, 0.02);
         assert_eq!(cfg.numa.gamma, 0.9);
         assert_eq!(cfg.numa.period_s, 2.0);

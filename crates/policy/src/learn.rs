@@ -34,7 +34,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState};
-use crate::config::LearnConfig;
+use crate::config::{LearnConfig, Start};
 use crate::layout::Layout;
 use crate::objective::sanitise_speed;
 use crate::pla::Pla;
@@ -146,12 +146,17 @@ impl LearnPolicy {
         self.layout.places()[core].node.expect("a core place lies in a node")
     }
 
+    /// A new automaton over `node`'s places, starting on `core` (or on the
+    /// node itself with `start = "os"`).
     fn fresh_pla(&self, node: usize, core: usize) -> Pla {
         let actions = self.node_actions[node].clone();
-        let first = actions
-            .iter()
-            .position(|&place| place == core)
-            .expect("the core is one of its node's places");
+        let first = match self.cfg.start {
+            Start::RoundRobin => actions
+                .iter()
+                .position(|&place| place == core)
+                .expect("the core is one of its node's places"),
+            Start::Os => actions.len() - 1,
+        };
         Pla::new(actions, first, self.cfg.pla)
     }
 
@@ -311,7 +316,7 @@ mod tests {
         );
         assert_eq!(
             LearnPolicy::new(Layout::uniform(1, 2), LearnConfig::default(), 0).name(),
-            "learn:mean"
+            "learn:own"
         );
     }
 

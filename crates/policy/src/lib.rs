@@ -29,7 +29,7 @@ pub use aspiration::{
     Aspiration, AspirationConfig, AspirationLevels, BenchmarkUpdate, Migration, MoveReason, NumaState, better_replies,
     move_intent,
 };
-pub use config::{ConfigError, ConfigProblem, LearnConfig};
+pub use config::{ConfigError, ConfigProblem, LearnConfig, Start};
 pub use layout::{Layout, PlaceKind, PlaceSpec};
 pub use learn::LearnPolicy;
 pub use objective::{Objective, ParseObjectiveError};

@@ -63,6 +63,18 @@ struct LiveThread {
     children: Option<File>,
     instructions: Option<Instructions>,
     beats: Option<u64>,
+    /// Periods since the thread was first seen.
+    age: u32,
+}
+
+/// Threads usually name themselves right after they start: re-read the
+/// name during this many periods.
+const NAME_PERIODS: u32 = 5;
+
+fn thread_name(pid: u32, tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .ok()
+        .map(|s| s.trim_end().to_string())
 }
 
 /// The live process tree being supervised.
@@ -199,9 +211,7 @@ impl LiveProcess {
     fn admit(&mut self, pid: u32, tid: u32) -> Option<LiveThread> {
         // A thread can end at any moment: failing to open its files means it is gone.
         let original = get_affinity(tid).ok()?;
-        let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-            .map(|s| s.trim_end().to_string())
-            .unwrap_or_default();
+        let name = thread_name(pid, tid).unwrap_or_default();
         let schedstat = match self.metric {
             Metric::Instructions => None,
             _ => Some(Schedstat::open(pid, tid).ok()?),
@@ -222,6 +232,7 @@ impl LiveProcess {
             children,
             instructions,
             beats: None,
+            age: 0,
         })
     }
 
@@ -293,6 +304,12 @@ impl Target for LiveProcess {
         let mut gone = Vec::new();
         let mut beat_rates = Vec::new();
         for (&key, thread) in self.threads.iter_mut() {
+            if thread.age < NAME_PERIODS {
+                thread.age += 1;
+                if let Some(name) = thread_name(thread.who.pid, thread.who.tid) {
+                    thread.who.name = name;
+                }
+            }
             let cpu_share = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
                 Some(Ok(share)) => share,
                 Some(Err(_)) => {

@@ -1,0 +1,551 @@
+//! What a bench found: one record per run, one summary per (workload,
+//! scenario, scheduler), and their forms for people and programs.
+//!
+//! ```text
+//!   RunRecord (one per run) ──summarise()──► SummaryRecord: median, mean, dev of wall_s,
+//!        │                                   mean speed, difference to os's median in %
+//!        │                                         │
+//!        │                     ┌───────────────────┼──────────────────────┐
+//!        ▼                     ▼                   ▼                      ▼
+//!   --json {"setup", "calibration",        tables (stdout text,    --plot: per workload the
+//!     "best_static", "runs", "summary"}    --markdown)             completion-time bars, per
+//!                                                                  scenario the speed lines
+//!                                                                  (from the median run's trace)
+//! ```
+
+use crate::BenchError;
+use pinlearn_report::{Stats, Table, bar_plot, speed_plot, stats};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One measured run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRecord {
+    pub workload: String,
+    pub scenario: String,
+    pub scheduler: String,
+    /// 0-based repeat number.
+    pub repeat: usize,
+    pub threads: usize,
+    /// The workload's completion time in seconds.
+    pub wall_s: f64,
+    /// Mean over the worker threads of their mean speed; null for best-static.
+    pub mean_speed: Option<f64>,
+    /// The metric the speed is in (`cpu`, `instructions`, `heartbeat`).
+    pub metric: Option<String>,
+    /// CPU time of the manager (pinlearn run), or of the bench's pinner for best-static.
+    pub manager_cpu_s: f64,
+    /// CPU time of the workload process.
+    pub workload_cpu_s: f64,
+    /// 100 x manager_cpu_s / workload_cpu_s.
+    pub manager_cpu_pct: f64,
+    pub repins: Option<u64>,
+    /// best-static: threads per core of each thread class.
+    pub assignment: Option<String>,
+}
+
+/// The runs of one (workload, scenario, scheduler).
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryRecord {
+    pub workload: String,
+    pub scenario: String,
+    pub scheduler: String,
+    pub runs: usize,
+    pub median_s: f64,
+    pub mean_s: f64,
+    /// Sample standard deviation of wall_s (n - 1); 0 for one run.
+    pub dev_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    pub mean_speed: Option<f64>,
+    pub metric: Option<String>,
+    /// 100 (median_s - os median_s) / os median_s: negative is faster than
+    /// Linux alone; null without `os` runs.
+    pub diff_vs_os_pct: Option<f64>,
+    /// Means over the runs.
+    pub manager_cpu_s: f64,
+    pub workload_cpu_s: f64,
+    /// 100 x total manager CPU / total workload CPU.
+    pub manager_cpu_pct: f64,
+}
+
+/// A calibration run: the workload alone (no manager, no load).
+#[derive(Clone, Debug, Serialize)]
+pub struct CalibrationRecord {
+    pub workload: String,
+    /// A, B or C.
+    pub level: String,
+    pub threads: usize,
+    pub wall_s: f64,
+    pub worker_threads: Vec<String>,
+}
+
+/// best-static's search in one scenario: every candidate's time, or why
+/// there was no search.
+#[derive(Clone, Debug, Serialize)]
+pub struct BestStaticRecord {
+    pub workload: String,
+    pub scenario: String,
+    /// (assignment, wall_s) of every candidate tried, in the order tried.
+    pub tried: Vec<(String, f64)>,
+    pub chosen: Option<String>,
+    pub skipped: Option<String>,
+}
+
+/// How the bench was set up, for reading results later.
+#[derive(Clone, Debug, Serialize)]
+pub struct Setup {
+    pub date: String,
+    pub command: String,
+    pub pinlearn: String,
+    pub cpus: String,
+    pub cores: usize,
+    pub first_half_cpus: String,
+    pub second_half_cpus: String,
+    pub load_generator: String,
+    pub load_session: String,
+    /// /proc/sys/kernel/sched_autogroup_enabled, if readable.
+    pub autogroup: Option<String>,
+    pub repeat: usize,
+    pub schedulers: Vec<String>,
+    pub scenarios: Vec<String>,
+    /// (name, command line) of every workload.
+    pub workloads: Vec<(String, String)>,
+}
+
+/// Everything `--json` writes.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchResults {
+    pub setup: Setup,
+    pub calibration: Vec<CalibrationRecord>,
+    pub best_static: Vec<BestStaticRecord>,
+    pub runs: Vec<RunRecord>,
+    pub summary: Vec<SummaryRecord>,
+}
+
+/// One summary per (workload, scenario, scheduler), in the order the runs
+/// first appear; the difference to `os` is taken against the `os` summary
+/// of the same workload and scenario.
+pub fn summarise(runs: &[RunRecord]) -> Vec<SummaryRecord> {
+    let mut order: Vec<(String, String, String)> = Vec::new();
+    let mut groups: BTreeMap<(String, String, String), Vec<&RunRecord>> = BTreeMap::new();
+    for run in runs {
+        let key = (run.workload.clone(), run.scenario.clone(), run.scheduler.clone());
+        if !groups.contains_key(&key) {
+            order.push(key.clone());
+        }
+        groups.entry(key).or_default().push(run);
+    }
+    let mut summaries: Vec<SummaryRecord> = order
+        .iter()
+        .filter_map(|key| {
+            let group = &groups[key];
+            let walls: Vec<f64> = group.iter().map(|r| r.wall_s).collect();
+            let time = stats(&walls)?;
+            let speeds: Vec<f64> = group.iter().filter_map(|r| r.mean_speed).collect();
+            let n = group.len() as f64;
+            let manager: f64 = group.iter().map(|r| r.manager_cpu_s).sum();
+            let workload: f64 = group.iter().map(|r| r.workload_cpu_s).sum();
+            Some(SummaryRecord {
+                workload: key.0.clone(),
+                scenario: key.1.clone(),
+                scheduler: key.2.clone(),
+                runs: time.n,
+                median_s: time.median,
+                mean_s: time.mean,
+                dev_s: time.dev,
+                min_s: time.min,
+                max_s: time.max,
+                mean_speed: stats(&speeds).map(|s| s.mean),
+                metric: group.iter().find_map(|r| r.metric.clone()),
+                diff_vs_os_pct: None,
+                manager_cpu_s: manager / n,
+                workload_cpu_s: workload / n,
+                manager_cpu_pct: percent(manager, workload),
+            })
+        })
+        .collect();
+    let os_medians: BTreeMap<(String, String), f64> = summaries
+        .iter()
+        .filter(|s| s.scheduler == "os")
+        .map(|s| ((s.workload.clone(), s.scenario.clone()), s.median_s))
+        .collect();
+    for summary in &mut summaries {
+        if let Some(&os) = os_medians.get(&(summary.workload.clone(), summary.scenario.clone())) {
+            summary.diff_vs_os_pct = (os > 0.0).then(|| 100.0 * (summary.median_s - os) / os);
+        }
+    }
+    summaries
+}
+
+fn percent(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 { 100.0 * part / whole } else { 0.0 }
+}
+
+/// The papers' table for one workload: per scenario and scheduler the
+/// completion time (median, mean, deviation), the mean speed per thread,
+/// the difference to `os` and the manager's CPU time against the workload's.
+pub fn workload_table(summaries: &[SummaryRecord], workload: &str) -> Table {
+    let os_metric: BTreeMap<&str, Option<&str>> = summaries
+        .iter()
+        .filter(|s| s.workload == workload && s.scheduler == "os")
+        .map(|s| (s.scenario.as_str(), s.metric.as_deref()))
+        .collect();
+    let rows = summaries
+        .iter()
+        .filter(|s| s.workload == workload)
+        .map(|s| {
+            let speed = match (s.mean_speed, s.metric.as_deref()) {
+                (None, _) => "—".to_string(),
+                // Name the metric when it is not the one `os` measured in.
+                (Some(v), metric) if os_metric.get(s.scenario.as_str()).is_some_and(|m| *m != metric) => {
+                    format!("{v:.3} ({})", metric.unwrap_or("?"))
+                }
+                (Some(v), _) => format!("{v:.3}"),
+            };
+            let diff = match s.diff_vs_os_pct {
+                Some(_) if s.scheduler == "os" => "—".to_string(),
+                Some(d) => format!("{d:+.1}%"),
+                None => "—".to_string(),
+            };
+            vec![
+                s.scenario.clone(),
+                s.scheduler.clone(),
+                s.runs.to_string(),
+                format!("{:.3}", s.median_s),
+                format!("{:.3}", s.mean_s),
+                format!("{:.3}", s.dev_s),
+                speed,
+                diff,
+                format!("{:.2}%", s.manager_cpu_pct),
+            ]
+        })
+        .collect();
+    Table {
+        headers: [
+            "scenario",
+            "scheduler",
+            "runs",
+            "median s",
+            "mean s",
+            "dev s",
+            "mean speed",
+            "vs os",
+            "manager CPU",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+impl BenchResults {
+    /// Tables for a terminal: one per workload, then best-static's picks.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for (name, command) in &self.setup.workloads {
+            out += &format!("\n{name}: {command}\n");
+            out += &workload_table(&self.summary, name).to_text();
+        }
+        out += &self.best_static_notes("  ");
+        out
+    }
+
+    /// The Markdown report: setup, one table per workload, best-static's picks.
+    pub fn to_markdown(&self) -> String {
+        let s = &self.setup;
+        let mut out = String::from("# pinlearn bench results\n\n");
+        out += &format!("- date: {}\n- command: `{}`\n", s.date, s.command);
+        out += &format!(
+            "- CPUs {} ({} cores); background load: {} on the first half (CPUs {}) / second half (CPUs {}), {} session; autogroup {}\n",
+            s.cpus,
+            s.cores,
+            s.load_generator,
+            s.first_half_cpus,
+            s.second_half_cpus,
+            s.load_session,
+            s.autogroup.as_deref().unwrap_or("unknown")
+        );
+        out += &format!(
+            "- {} interleaved repeats per scheduler; times are the workload's own completion time in seconds; \
+             \"vs os\" compares medians (negative: faster than Linux alone); \"manager CPU\" is the manager's \
+             CPU time as a share of the workload's\n",
+            s.repeat
+        );
+        for (name, command) in &s.workloads {
+            out += &format!("\n## {name}\n\n`{command}`\n\n");
+            out += &workload_table(&self.summary, name).to_markdown();
+        }
+        let notes = self.best_static_notes("- ");
+        if !notes.is_empty() {
+            out += "\n## best-static\n\n";
+            out += &notes;
+        }
+        out
+    }
+
+    fn best_static_notes(&self, bullet: &str) -> String {
+        let mut out = String::new();
+        for record in &self.best_static {
+            let what = match (&record.chosen, &record.skipped) {
+                (Some(chosen), _) => format!("chose {chosen} out of {} tried", record.tried.len()),
+                (None, Some(reason)) => format!("skipped: {reason}"),
+                (None, None) => "nothing tried".to_string(),
+            };
+            out += &format!("{bullet}{} {}: best-static {what}\n", record.workload, record.scenario);
+        }
+        out
+    }
+
+    /// Writes the JSON document.
+    pub fn write_json(&self, path: &Path) -> Result<(), BenchError> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| BenchError::Output {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        write_file(path, &(text + "\n"))
+    }
+}
+
+pub fn write_file(path: &Path, text: &str) -> Result<(), BenchError> {
+    std::fs::write(path, text).map_err(|e| BenchError::Output {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// The files `--plot PREFIX.svg` writes: `PREFIX-WORKLOAD-times.svg` and
+/// `PREFIX-WORKLOAD-SCENARIO-speed.svg`.
+pub fn plot_path(prefix: &Path, workload: &str, scenario: Option<&str>) -> PathBuf {
+    let stem = prefix.with_extension("");
+    let suffix = match scenario {
+        Some(scenario) => format!("-{workload}-{scenario}-speed.svg"),
+        None => format!("-{workload}-times.svg"),
+    };
+    PathBuf::from(format!("{}{suffix}", stem.display()))
+}
+
+/// Draws the plots; `traces[i]` is the trace of `results.runs[i]`, if kept.
+/// Returns the files written.
+pub fn write_plots(
+    results: &BenchResults,
+    prefix: &Path,
+    traces: &[Option<PathBuf>],
+) -> Result<Vec<PathBuf>, BenchError> {
+    let mut written = Vec::new();
+    for (workload, _) in &results.setup.workloads {
+        let bars: Vec<(String, Stats)> = results
+            .summary
+            .iter()
+            .filter(|s| &s.workload == workload)
+            .filter_map(|s| {
+                let walls: Vec<f64> = results
+                    .runs
+                    .iter()
+                    .filter(|r| r.workload == s.workload && r.scenario == s.scenario && r.scheduler == s.scheduler)
+                    .map(|r| r.wall_s)
+                    .collect();
+                stats(&walls).map(|st| (format!("{} {}", s.scenario, s.scheduler), st))
+            })
+            .collect();
+        if bars.is_empty() {
+            continue;
+        }
+        let path = plot_path(prefix, workload, None);
+        bar_plot(&path, &format!("{workload}: completion time"), &bars)?;
+        written.push(path);
+
+        for scenario in &results.setup.scenarios {
+            let mut series = Vec::new();
+            for summary in results
+                .summary
+                .iter()
+                .filter(|s| &s.workload == workload && &s.scenario == scenario)
+            {
+                // The run whose time is closest to the median represents the scheduler.
+                let median_run = results
+                    .runs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| {
+                        r.workload == summary.workload
+                            && r.scenario == summary.scenario
+                            && r.scheduler == summary.scheduler
+                    })
+                    .min_by(|(_, a), (_, b)| {
+                        (a.wall_s - summary.median_s)
+                            .abs()
+                            .total_cmp(&(b.wall_s - summary.median_s).abs())
+                    });
+                let Some(trace) = median_run.and_then(|(i, _)| traces.get(i).cloned().flatten()) else {
+                    continue;
+                };
+                series.push((summary.scheduler.clone(), running_average_speed(&trace)?));
+            }
+            if series.iter().all(|(_, points)| points.is_empty()) {
+                continue;
+            }
+            let path = plot_path(prefix, workload, Some(scenario));
+            let title = format!("{workload} {scenario}: running-average speed per thread (median run)");
+            speed_plot(&path, &title, &series)?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+/// From a `pinlearn run --trace` CSV: per period, the mean speed of the
+/// worker threads (every thread but a process's main thread), then the
+/// running average of those means over the periods so far, against time.
+pub fn running_average_speed(trace: &Path) -> Result<Vec<(f64, f64)>, BenchError> {
+    let unreadable = |reason: String| BenchError::Output {
+        path: trace.display().to_string(),
+        reason: format!("unreadable trace: {reason}"),
+    };
+    let mut reader = csv::Reader::from_path(trace).map_err(|e| unreadable(e.to_string()))?;
+    let headers = reader.headers().map_err(|e| unreadable(e.to_string()))?.clone();
+    let column = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| unreadable(format!("no {name} column")))
+    };
+    let (time_col, period_col, pid_col, tid_col, speed_col) = (
+        column("time_s")?,
+        column("period")?,
+        column("pid")?,
+        column("tid")?,
+        column("speed")?,
+    );
+    // period -> (time, sum of speeds, count)
+    let mut periods: BTreeMap<u64, (f64, f64, usize)> = BTreeMap::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| unreadable(e.to_string()))?;
+        let field = |i: usize| record.get(i).unwrap_or("");
+        if field(pid_col) == field(tid_col) {
+            continue;
+        }
+        let (Ok(period), Ok(time), Ok(speed)) = (
+            field(period_col).parse::<u64>(),
+            field(time_col).parse::<f64>(),
+            field(speed_col).parse::<f64>(),
+        ) else {
+            continue;
+        };
+        let entry = periods.entry(period).or_insert((time, 0.0, 0));
+        entry.1 += speed;
+        entry.2 += 1;
+    }
+    let mut sum = 0.0;
+    Ok(periods
+        .values()
+        .enumerate()
+        .map(|(k, &(time, total, count))| {
+            sum += total / count as f64;
+            (time, sum / (k + 1) as f64)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(scenario: &str, scheduler: &str, repeat: usize, wall_s: f64, speed: Option<f64>) -> RunRecord {
+        RunRecord {
+            workload: "aco".into(),
+            scenario: scenario.into(),
+            scheduler: scheduler.into(),
+            repeat,
+            threads: 2,
+            wall_s,
+            mean_speed: speed,
+            metric: speed.map(|_| "cpu".into()),
+            manager_cpu_s: 0.01,
+            workload_cpu_s: 2.0,
+            manager_cpu_pct: 0.5,
+            repins: None,
+            assignment: None,
+        }
+    }
+
+    #[test]
+    fn summaries_follow_hand_computed_statistics() {
+        let runs = vec![
+            run("C.2", "os", 0, 4.0, Some(0.5)),
+            run("C.2", "learn", 0, 2.0, Some(0.9)),
+            run("C.2", "learn", 1, 3.0, Some(0.7)),
+            run("C.2", "os", 1, 6.0, Some(0.5)),
+            run("C.2", "os", 2, 5.0, Some(0.6)),
+            run("C.2", "learn", 2, 2.5, Some(0.8)),
+            run("C.1", "learn", 0, 1.0, None),
+        ];
+        let s = summarise(&runs);
+        let names: Vec<(&str, &str)> = s.iter().map(|s| (s.scenario.as_str(), s.scheduler.as_str())).collect();
+        assert_eq!(names, [("C.2", "os"), ("C.2", "learn"), ("C.1", "learn")]);
+        let os = &s[0];
+        // 4, 5, 6: median 5, mean 5, dev sqrt((1 + 0 + 1) / 2) = 1.
+        assert_eq!((os.runs, os.median_s, os.mean_s, os.dev_s), (3, 5.0, 5.0, 1.0));
+        assert_eq!(os.diff_vs_os_pct, Some(0.0));
+        let learn = &s[1];
+        // 2, 2.5, 3: median 2.5 -> (2.5 - 5) / 5 = -50%.
+        assert_eq!(learn.median_s, 2.5);
+        assert!((learn.dev_s - 0.5).abs() < 1e-12);
+        assert_eq!(learn.diff_vs_os_pct, Some(-50.0));
+        assert!((learn.mean_speed.expect("speed") - 0.8).abs() < 1e-12);
+        assert!((learn.manager_cpu_pct - 0.5).abs() < 1e-12);
+        // No os run in C.1: no difference.
+        assert_eq!(s[2].diff_vs_os_pct, None);
+        assert_eq!(s[2].mean_speed, None);
+    }
+
+    #[test]
+    fn the_table_has_one_row_per_summary_with_the_papers_columns() {
+        let runs = vec![
+            run("C.2", "os", 0, 4.0, Some(0.5)),
+            run("C.2", "learn", 0, 3.0, Some(0.9)),
+        ];
+        let table = workload_table(&summarise(&runs), "aco");
+        assert_eq!(table.headers.len(), 9);
+        assert_eq!(table.rows.len(), 2);
+        assert_eq!(table.rows[0][7], "—");
+        assert_eq!(table.rows[1][7], "-25.0%");
+        assert_eq!(table.rows[1][6], "0.900");
+        assert!(workload_table(&summarise(&runs), "stream").rows.is_empty());
+    }
+
+    #[test]
+    fn running_average_speed_skips_main_threads_and_averages_over_periods() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("trace.csv");
+        std::fs::write(
+            &path,
+            "time_s,period,pid,tid,name,place,speed,utility\n\
+             0.05,0,10,10,pinlearn,0-1,0.01,\n\
+             0.05,0,10,11,aco-0,0,0.4,0.4\n\
+             0.05,0,10,12,aco-1,1,0.6,0.6\n\
+             0.10,1,10,11,aco-0,0,1.0,1.0\n\
+             0.10,1,10,12,aco-1,1,,\n",
+        )
+        .expect("write trace");
+        // Period means 0.5 and 1.0; running averages 0.5 and 0.75.
+        assert_eq!(
+            running_average_speed(&path).expect("readable"),
+            vec![(0.05, 0.5), (0.10, 0.75)]
+        );
+    }
+
+    #[test]
+    fn plot_paths_derive_from_the_prefix() {
+        let prefix = Path::new("/tmp/out/bench.svg");
+        assert_eq!(
+            plot_path(prefix, "aco", None),
+            Path::new("/tmp/out/bench-aco-times.svg")
+        );
+        assert_eq!(
+            plot_path(prefix, "aco", Some("C.2")),
+            Path::new("/tmp/out/bench-aco-C.2-speed.svg")
+        );
+    }
+}

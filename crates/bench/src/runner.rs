@@ -1,0 +1,500 @@
+//! One run: the background load, the workload under a scheduler, and what
+//! was measured, all through the real `pinlearn` binary so that a run is
+//! exactly what a user would type.
+//!
+//! ```text
+//!   BackgroundLoad::start(plan) ── pinlearn load --cpus HALF [--setsid]   (own session: another
+//!        │                         started, stopped (SIGSTOP/SIGCONT) and   user's job, own autogroup)
+//!        │                         killed on the plan's schedule
+//!        ▼
+//!   managed:  pinlearn run --policy P [--objective O] [--metric M] --json [--cpus L] [--trace F]
+//!                 -- pinlearn work W ARGS --threads N --json --quiet
+//!   unmanaged: pinlearn work W ARGS --threads N --json --quiet (within --cpus)
+//!              + watch_threads() in a bench thread: pins best-static's threads by name,
+//!                or, without pins (calibration), learns the worker threads' names
+//!        │ stdout: the workload's JSON (wall_s), then run's summary JSON (manager_cpu_s, threads)
+//!        │ wait4(): CPU time of the whole process tree
+//!        ▼
+//!   Measured { wall_s, mean_speed, manager_cpu_s, workload_cpu_s = tree - manager, worker names }
+//!        ▲
+//!   BackgroundLoad::finish(): the load must still be running (else the run is void), then killed
+//! ```
+
+use crate::BenchError;
+use crate::best_static::watch_threads;
+use crate::scenario::LoadPlan;
+use crate::scheduler::Scheduler;
+use crate::workload::BenchWorkload;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use pinlearn_topology::CpuSet;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{Read, Seek};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
+/// Where runs happen and how the background load is made.
+#[derive(Clone, Debug)]
+pub struct Runner {
+    /// The `pinlearn` binary.
+    pub exe: PathBuf,
+    /// `--cpus` handed to every `pinlearn run` (None: the bench's own CPUs).
+    pub cpus: Option<CpuSet>,
+    /// The CPUs of the first and of the second half of the cores.
+    pub first_half: CpuSet,
+    pub second_half: CpuSet,
+    /// Start the load in its own session (`pinlearn load --setsid`).
+    pub own_session: bool,
+}
+
+/// How the workload's threads are placed.
+pub enum Placement<'a> {
+    /// Under `pinlearn run` with this scheduler.
+    Managed(&'a Scheduler),
+    /// No manager: the bench pins each named thread to these CPUs (none:
+    /// Linux alone, and the bench learns the threads' names).
+    Unmanaged(&'a HashMap<String, CpuSet>),
+}
+
+/// One run to make.
+pub struct RunSpec<'a> {
+    /// For error messages, e.g. `aco C.2 learn, repeat 2`.
+    pub label: String,
+    pub workload: &'a BenchWorkload,
+    pub threads: usize,
+    pub placement: Placement<'a>,
+    pub load: LoadPlan,
+    /// `--trace FILE` for managed runs.
+    pub trace: Option<PathBuf>,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    /// The workload's own completion time (first thread start to last join).
+    pub wall_s: f64,
+    /// Mean over the worker threads of their mean speed (managed runs only).
+    pub mean_speed: Option<f64>,
+    /// The metric pinlearn measured speed with (managed runs only).
+    pub metric: Option<String>,
+    /// CPU time of the manager (`pinlearn run`), or of the bench's pinner.
+    pub manager_cpu_s: f64,
+    /// CPU time of the workload process (user + system).
+    pub workload_cpu_s: f64,
+    /// Re-pins pinlearn made (managed runs only).
+    pub repins: Option<u64>,
+    /// The worker threads' names (unmanaged runs only).
+    pub worker_names: Vec<String>,
+}
+
+impl Runner {
+    /// Makes one run and waits for it (the background load is always
+    /// stopped again, also on errors).
+    pub fn run(&self, spec: &RunSpec<'_>) -> Result<Measured, BenchError> {
+        let failed = |reason: String| BenchError::RunFailed {
+            run: spec.label.clone(),
+            reason,
+        };
+        let load = BackgroundLoad::start(self, &spec.load).map_err(&failed)?;
+        let outcome = self.run_workload(spec);
+        let load_outcome = load.finish();
+        let measured = outcome.map_err(&failed)?;
+        load_outcome.map_err(&failed)?;
+        Ok(measured)
+    }
+
+    fn run_workload(&self, spec: &RunSpec<'_>) -> Result<Measured, String> {
+        let mut work_args: Vec<String> = vec!["work".into()];
+        work_args.extend(spec.workload.args.iter().cloned());
+        work_args.extend([
+            "--threads".into(),
+            spec.threads.to_string(),
+            "--json".into(),
+            "--quiet".into(),
+        ]);
+        let mut command = Command::new(&self.exe);
+        match spec.placement {
+            Placement::Managed(scheduler) => {
+                command.arg("run").args(scheduler.run_options()).arg("--json");
+                if let Some(cpus) = &self.cpus {
+                    command.arg("--cpus").arg(cpus.to_string());
+                }
+                if let Some(trace) = &spec.trace {
+                    command.arg("--trace").arg(trace);
+                }
+                command.arg("--").arg(&self.exe).args(&work_args);
+            }
+            Placement::Unmanaged(_) => {
+                command.args(&work_args);
+                if let Some(cpus) = &self.cpus {
+                    let mut set = nix::sched::CpuSet::new();
+                    for cpu in cpus.iter() {
+                        set.set(cpu).map_err(|e| format!("CPU {cpu}: {e}"))?;
+                    }
+                    // SAFETY: the hook runs in the child between fork and exec and
+                    // only makes one async-signal-safe system call.
+                    unsafe {
+                        command.pre_exec(move || {
+                            nix::sched::sched_setaffinity(Pid::from_raw(0), &set).map_err(std::io::Error::from)
+                        });
+                    }
+                }
+            }
+        }
+        let mut stderr_file = tempfile::tempfile().map_err(|e| format!("cannot create a temporary file: {e}"))?;
+        let stderr = stderr_file
+            .try_clone()
+            .map_err(|e| format!("cannot duplicate a temporary file: {e}"))?;
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
+        let pid = child.id();
+
+        let stop_watcher = AtomicBool::new(false);
+        let (output, waited, watched) = std::thread::scope(|scope| {
+            let watcher = match spec.placement {
+                Placement::Unmanaged(pins) => Some(scope.spawn(|| watch_threads(pid, pins, &stop_watcher))),
+                Placement::Managed(_) => None,
+            };
+            let mut output = String::new();
+            let read = child
+                .stdout
+                .take()
+                .map(|mut out| out.read_to_string(&mut output))
+                .transpose();
+            let waited = wait_with_usage(pid);
+            stop_watcher.store(true, Ordering::Relaxed);
+            let watched = watcher.map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            (read.map(|_| output), waited, watched)
+        });
+        let (status, tree_cpu) = waited.map_err(|e| format!("cannot wait for the workload: {e}"))?;
+        let output = output.map_err(|e| format!("cannot read the workload's output: {e}"))?;
+        if status != 0 {
+            let mut text = String::new();
+            let _ = stderr_file.rewind();
+            let _ = stderr_file.read_to_string(&mut text);
+            let last = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("no message");
+            return Err(format!("exited with status {status}: {}", last.trim()));
+        }
+        let watched = watched
+            .transpose()
+            .map_err(|e| format!("best-static pinning failed: {e}"))?;
+        let documents: Vec<Value> = serde_json::Deserializer::from_str(&output)
+            .into_iter::<Value>()
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("unreadable JSON on stdout ({e})"))?;
+        let report = documents
+            .iter()
+            .find(|d| d.get("workload").is_some())
+            .ok_or("the workload printed no JSON report")?;
+        let wall_s = report
+            .get("wall_s")
+            .and_then(Value::as_f64)
+            .ok_or("the workload's report has no wall_s")?;
+        match spec.placement {
+            Placement::Unmanaged(_) => {
+                let watched = watched.unwrap_or_default();
+                Ok(Measured {
+                    wall_s,
+                    mean_speed: None,
+                    metric: None,
+                    manager_cpu_s: watched.cpu.as_secs_f64(),
+                    workload_cpu_s: tree_cpu,
+                    repins: None,
+                    worker_names: watched.names,
+                })
+            }
+            Placement::Managed(_) => {
+                let summary = documents
+                    .iter()
+                    .find(|d| d.get("policy").is_some())
+                    .ok_or("pinlearn run printed no JSON summary")?;
+                read_summary(summary, wall_s, tree_cpu)
+            }
+        }
+    }
+}
+
+/// The fields of a `pinlearn run --json` summary the bench uses.
+fn read_summary(summary: &Value, wall_s: f64, tree_cpu: f64) -> Result<Measured, String> {
+    let manager_cpu_s = summary
+        .get("manager_cpu_s")
+        .and_then(Value::as_f64)
+        .ok_or("the run summary has no manager_cpu_s")?;
+    let threads = summary
+        .get("threads")
+        .and_then(Value::as_array)
+        .ok_or("the run summary has no threads")?;
+    // Worker threads: every thread but a process's main thread (tid = pid),
+    // which in `pinlearn work` only waits for the workers.
+    let workers: Vec<&Value> = threads
+        .iter()
+        .filter(|t| t.get("tid").and_then(Value::as_u64) != t.get("pid").and_then(Value::as_u64))
+        .collect();
+    let speeds: Vec<f64> = workers
+        .iter()
+        .filter_map(|t| t.get("mean_speed").and_then(Value::as_f64))
+        .collect();
+    let mean_speed = (!speeds.is_empty()).then(|| speeds.iter().sum::<f64>() / speeds.len() as f64);
+    Ok(Measured {
+        wall_s,
+        mean_speed,
+        metric: summary.get("metric").and_then(Value::as_str).map(str::to_string),
+        manager_cpu_s,
+        workload_cpu_s: (tree_cpu - manager_cpu_s).max(0.0),
+        repins: summary.get("repins").and_then(Value::as_u64),
+        // The summary keeps the name a thread had when first seen, which
+        // may be from before it named itself: names come from the watcher.
+        worker_names: Vec::new(),
+    })
+}
+
+/// Waits for child `pid` and returns its exit status (128 + N if killed by
+/// signal N) and the CPU time (user + system) of it and the descendants it
+/// waited for.
+fn wait_with_usage(pid: u32) -> std::io::Result<(i32, f64)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data, valid when zeroed; wait4 only writes to
+    // the two pointers, which point to live locals.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let waited = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+        if waited == pid as libc::pid_t {
+            break;
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        -1
+    };
+    Ok((code, cpu))
+}
+
+/// The background load of one run: `pinlearn load` processes started,
+/// paused and killed on the plan's schedule by a controller thread.
+pub struct BackgroundLoad {
+    stop: Option<mpsc::Sender<()>>,
+    controller: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl BackgroundLoad {
+    /// Starts what must run from the beginning, and the controller thread
+    /// for what happens later.
+    pub fn start(runner: &Runner, plan: &LoadPlan) -> Result<Self, String> {
+        if *plan == LoadPlan::None {
+            return Ok(BackgroundLoad {
+                stop: None,
+                controller: None,
+            });
+        }
+        let exe = runner.exe.clone();
+        let own_session = runner.own_session;
+        let spawn = move |cpus: &CpuSet| spawn_load(&exe, cpus, own_session);
+        let plan = plan.clone();
+        let halves = [runner.first_half.clone(), runner.second_half.clone()];
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+        let controller = std::thread::Builder::new()
+            .name("bench-load".into())
+            .spawn(move || {
+                // Loads that run from the start are started before the workload.
+                let mut running: Vec<Child> = Vec::new();
+                if matches!(plan, LoadPlan::FirstHalf | LoadPlan::Alternating { .. }) {
+                    match spawn(&halves[0]) {
+                        Ok(child) => running.push(child),
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e.clone()));
+                            return Err(e);
+                        }
+                    }
+                }
+                let _ = ready_tx.send(Ok(()));
+                let schedule = match plan {
+                    LoadPlan::FirstHalfFrom { after } => Some(after),
+                    LoadPlan::Alternating { period } => Some(period.max(Duration::from_millis(50))),
+                    _ => None,
+                };
+                let mut active = 0usize; // which half is loaded now (Alternating)
+                let mut outcome = Ok(());
+                loop {
+                    let event = match schedule {
+                        Some(wait) => stop_rx.recv_timeout(wait),
+                        None => stop_rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                    };
+                    match event {
+                        Err(RecvTimeoutError::Timeout) => {
+                            let step = match plan {
+                                LoadPlan::FirstHalfFrom { .. } if running.is_empty() => {
+                                    spawn(&halves[0]).map(|child| running.push(child))
+                                }
+                                LoadPlan::Alternating { .. } => {
+                                    let next = 1 - active;
+                                    let paused = signal(&running[active], Signal::SIGSTOP);
+                                    let resumed = if next < running.len() {
+                                        signal(&running[next], Signal::SIGCONT)
+                                    } else {
+                                        spawn(&halves[next]).map(|child| running.push(child))
+                                    };
+                                    active = next;
+                                    paused.and(resumed)
+                                }
+                                _ => Ok(()),
+                            };
+                            if let Err(e) = step {
+                                outcome = Err(e);
+                                break;
+                            }
+                        }
+                        Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                let checked = stop_all(running);
+                outcome.and(checked)
+            })
+            .map_err(|e| format!("cannot start the load controller thread: {e}"))?;
+        let load = BackgroundLoad {
+            stop: Some(stop_tx),
+            controller: Some(controller),
+        };
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(load),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(load
+                .finish()
+                .err()
+                .unwrap_or_else(|| "the load controller ended early".into())),
+        }
+    }
+
+    /// Stops the load; an error if a load process had ended on its own.
+    pub fn finish(mut self) -> Result<(), String> {
+        self.stop.take().map(|stop| stop.send(()));
+        match self.controller.take() {
+            Some(controller) => controller
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for BackgroundLoad {
+    fn drop(&mut self) {
+        // finish() not called (a panic unwinding): still stop the load.
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(controller) = self.controller.take() {
+            let _ = controller.join();
+        }
+    }
+}
+
+fn spawn_load(exe: &Path, cpus: &CpuSet, own_session: bool) -> Result<Child, String> {
+    let mut command = Command::new(exe);
+    command.arg("load").arg("--cpus").arg(cpus.to_string());
+    if own_session {
+        command.arg("--setsid");
+    }
+    // SAFETY: the hook runs in the child between fork and exec and only
+    // makes one async-signal-safe system call. The load dies with the thread
+    // that started it (the load controller, which outlives every load it
+    // starts), so that a bench stopped by Ctrl-C leaves no load behind even
+    // though a load in its own session does not get the terminal's SIGINT.
+    unsafe {
+        command.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start the background load (pinlearn load --cpus {cpus}): {e}"))
+}
+
+fn signal(child: &Child, signal: Signal) -> Result<(), String> {
+    kill(Pid::from_raw(child.id() as i32), signal)
+        .map_err(|e| format!("cannot send {signal} to the background load (PID {}): {e}", child.id()))
+}
+
+/// Kills every load process and reaps it; an error if one had already
+/// exited (the run then did not have the load it claims).
+fn stop_all(children: Vec<Child>) -> Result<(), String> {
+    let mut outcome = Ok(());
+    for mut child in children {
+        if let Ok(Some(status)) = child.try_wait() {
+            outcome = outcome.and(Err(format!(
+                "the background load (PID {}) ended during the run ({status}); run `pinlearn load --cpus LIST` to see why",
+                child.id()
+            )));
+            continue;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summary_fields_exclude_the_main_thread() {
+        let summary = json!({
+            "policy": "learn", "metric": "cpu", "manager_cpu_s": 0.25, "repins": 7,
+            "threads": [
+                {"pid": 10, "tid": 10, "name": "pinlearn", "mean_speed": 0.01},
+                {"pid": 10, "tid": 11, "name": "aco-0", "mean_speed": 0.9},
+                {"pid": 10, "tid": 12, "name": "aco-1", "mean_speed": 0.7},
+                {"pid": 10, "tid": 13, "name": "aco-2", "mean_speed": null}
+            ]
+        });
+        let measured = read_summary(&summary, 2.0, 4.25).expect("complete summary");
+        assert_eq!(measured.wall_s, 2.0);
+        assert!((measured.mean_speed.expect("speed") - 0.8).abs() < 1e-12);
+        assert_eq!(measured.metric.as_deref(), Some("cpu"));
+        assert_eq!(measured.manager_cpu_s, 0.25);
+        assert_eq!(measured.workload_cpu_s, 4.0);
+        assert_eq!(measured.repins, Some(7));
+        let err = read_summary(&json!({"policy": "os", "threads": []}), 1.0, 1.0).expect_err("incomplete");
+        assert!(err.contains("manager_cpu_s"), "{err}");
+    }
+
+    #[test]
+    #[allow(clippy::zombie_processes)] // reaped by wait_with_usage, which clippy cannot see
+    fn wait_with_usage_reports_status_and_cpu_time() {
+        let child = Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3"])
+            .spawn()
+            .expect("sh runs");
+        let (status, cpu) = wait_with_usage(child.id()).expect("waited");
+        assert_eq!(status, 3);
+        assert!(cpu > 0.0, "a counting loop uses CPU time");
+        let killed = Command::new("sleep").arg("30").spawn().expect("sleep runs");
+        kill(Pid::from_raw(killed.id() as i32), Signal::SIGKILL).expect("kill");
+        assert_eq!(wait_with_usage(killed.id()).expect("waited").0, 128 + 9);
+    }
+}

@@ -1,0 +1,182 @@
+//! The workloads a bench runs: named presets of `pinlearn work` arguments,
+//! chosen so that one run lasts about 1.2 seconds on two idle cores without load
+//! and does the same total work at every thread count.
+//!
+//! ```text
+//!   --workload aco [--workload-args "--iterations 300 --sync spin"]
+//!        ─► BenchWorkload { name "aco", args ["aco", "--iterations", "300", "--sync", "spin"] }
+//!        ─► pinlearn work aco --iterations 300 --sync spin --threads N --json --quiet
+//! ```
+
+use crate::BenchError;
+
+/// A preset: the bench name, the `pinlearn work` subcommand, its arguments,
+/// and why they were chosen.
+pub struct Preset {
+    pub name: &'static str,
+    pub workload: &'static str,
+    pub args: &'static [&'static str],
+    pub why: &'static str,
+}
+
+/// Every preset, in the order `--matrix` runs them.
+pub const PRESETS: [Preset; 7] = [
+    Preset {
+        name: "aco",
+        workload: "aco",
+        args: &["--iterations", "3000"],
+        why: "barrier-synchronised task farm, blocking barriers (the papers' ACO); 64 ants split over the threads",
+    },
+    Preset {
+        name: "aco-spin",
+        workload: "aco",
+        args: &["--iterations", "2400", "--sync", "spin-then-block"],
+        why: "the same with barriers that spin 200 us before sleeping (OpenMP-like), where Linux is blind",
+    },
+    Preset {
+        name: "pipeline",
+        workload: "pipeline",
+        args: &["--stages", "3,1,1", "--items", "200000"],
+        why: "three stages of unequal work over bounded blocking queues; extra threads go to the heavy stage",
+    },
+    Preset {
+        name: "blackscholes",
+        workload: "blackscholes",
+        args: &["--runs", "1200"],
+        why: "PARSEC blackscholes (the papers' BLA), independent contiguous chunks, no synchronisation",
+    },
+    Preset {
+        name: "swaptions",
+        workload: "swaptions",
+        args: &["--swaptions", "64", "--simulations", "96000"],
+        why: "PARSEC swaptions (the papers' SWA), Monte Carlo, 64 swaptions in contiguous blocks per thread",
+    },
+    Preset {
+        name: "binpack",
+        workload: "binpack",
+        args: &["--pool", "64", "--max-cycles", "160", "--duration", "600"],
+        why: "bin-packing search (the papers' CSO) with a fixed pool and cycle count, so the work is fixed",
+    },
+    Preset {
+        name: "stream",
+        workload: "stream",
+        args: &["--size", "0.5", "--runs", "600"],
+        why: "STREAM triad over 3 x 32 MiB, memory bound",
+    },
+];
+
+/// One workload of a bench, ready to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchWorkload {
+    /// The preset name (`aco-spin`), used in tables and file names.
+    pub name: String,
+    /// Arguments after `pinlearn work`, starting with the workload subcommand.
+    pub args: Vec<String>,
+}
+
+impl BenchWorkload {
+    /// The command a user would type, for tables and docs.
+    pub fn command_line(&self) -> String {
+        format!("pinlearn work {}", self.args.join(" "))
+    }
+}
+
+/// The workloads named in `--workload` (every preset when none is named),
+/// with `--workload-args` replacing the preset's arguments (one workload only).
+pub fn select(names: &[String], workload_args: Option<&str>) -> Result<Vec<BenchWorkload>, BenchError> {
+    let names: Vec<&str> = if names.is_empty() {
+        PRESETS.iter().map(|p| p.name).collect()
+    } else {
+        names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()).collect()
+    };
+    if workload_args.is_some() && names.len() != 1 {
+        return Err(BenchError::BadInput(
+            "--workload-args needs exactly one --workload to apply to".into(),
+        ));
+    }
+    let mut chosen: Vec<BenchWorkload> = Vec::new();
+    for name in names {
+        let preset = PRESETS.iter().find(|p| p.name == name).ok_or_else(|| {
+            let known: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+            BenchError::BadInput(format!("unknown workload {name:?}: use one of {}", known.join(", ")))
+        })?;
+        if chosen.iter().any(|w| w.name == name) {
+            return Err(BenchError::BadInput(format!("workload {name} is listed twice")));
+        }
+        let own: Vec<String> = match workload_args {
+            Some(text) => split_args(text)?,
+            None => preset.args.iter().map(|a| a.to_string()).collect(),
+        };
+        let mut args = vec![preset.workload.to_string()];
+        args.extend(own);
+        chosen.push(BenchWorkload {
+            name: name.to_string(),
+            args,
+        });
+    }
+    Ok(chosen)
+}
+
+/// Splits `--workload-args` at whitespace (no quoting: workload arguments
+/// never contain spaces) and rejects the options the bench sets itself.
+fn split_args(text: &str) -> Result<Vec<String>, BenchError> {
+    let args: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+    for arg in &args {
+        let option = arg.split('=').next().unwrap_or(arg);
+        if ["--threads", "--json", "--quiet", "-q"].contains(&option) {
+            return Err(BenchError::BadInput(format!(
+                "--workload-args: {option} is set by the bench (threads come from the scenario)"
+            )));
+        }
+    }
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_by_default_in_order() {
+        let all = select(&[], None).expect("presets");
+        let names: Vec<&str> = all.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "aco",
+                "aco-spin",
+                "pipeline",
+                "blackscholes",
+                "swaptions",
+                "binpack",
+                "stream"
+            ]
+        );
+        assert_eq!(all[1].args[0], "aco");
+        assert_eq!(
+            all[1].command_line(),
+            "pinlearn work aco --iterations 2400 --sync spin-then-block"
+        );
+    }
+
+    #[test]
+    fn workload_args_replace_the_preset_arguments() {
+        let chosen = select(&["aco-spin".into()], Some("  --iterations 20   --ants 8 ")).expect("valid");
+        assert_eq!(chosen[0].args, ["aco", "--iterations", "20", "--ants", "8"]);
+    }
+
+    #[test]
+    fn bad_selections_are_bad_input() {
+        for (names, args, needle) in [
+            (vec!["nbody".to_string()], None, "unknown workload"),
+            (vec!["aco".into(), "stream".into()], Some("--runs 1"), "exactly one"),
+            (vec!["aco".into()], Some("--threads 4"), "--threads"),
+            (vec!["aco".into()], Some("--json"), "--json"),
+            (vec!["aco".into(), "aco".into()], None, "twice"),
+        ] {
+            let err = select(&names, args).expect_err(needle);
+            assert!(matches!(err, BenchError::BadInput(_)));
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! A tiny matrix end to end through the real `pinlearn` binary: the JSON
+//! schema, the interleaving, and the statistics against values computed here
+//! from the runs in that same JSON.
+//!
+//! The binary is the one cargo built for this package's tests.
+
+use clap::Parser;
+use pinlearn_bench::{BenchCommand, run};
+use serde_json::Value;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    bench: BenchCommand,
+}
+
+fn pinlearn_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pinlearn"))
+}
+
+fn bench(args: &[&str]) -> BenchCommand {
+    Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+        .expect("valid bench options")
+        .bench
+}
+
+fn number(v: &Value, key: &str) -> f64 {
+    v.get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("{key} is not a string in {v}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
+}
+
+#[test]
+fn tiny_matrix_json_schema_interleaving_and_statistics() {
+    let exe = pinlearn_binary();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json_path = dir.path().join("bench.json");
+    let md_path = dir.path().join("bench.md");
+    let cmd = bench(&[
+        "--workload",
+        "aco",
+        "--workload-args",
+        "--iterations 1500 --ants 8",
+        "--scenarios",
+        "C.1,C.2",
+        "--schedulers",
+        "os,static",
+        "--repeat",
+        "2",
+        "--json",
+        json_path.to_str().expect("utf-8 path"),
+        "--markdown",
+        md_path.to_str().expect("utf-8 path"),
+        "--quiet",
+    ]);
+    run(&cmd, &exe).expect("the bench runs");
+
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json written")).expect("valid JSON");
+    let runs = doc["runs"].as_array().expect("runs is a list");
+    let summary = doc["summary"].as_array().expect("summary is a list");
+    assert_eq!(runs.len(), 2 * 2 * 2, "2 scenarios x 2 schedulers x 2 repeats");
+    assert_eq!(summary.len(), 2 * 2);
+    assert_eq!(doc["calibration"].as_array().map(Vec::len), Some(1), "one level: C");
+
+    for r in runs {
+        assert_eq!(text(r, "workload"), "aco");
+        assert!(["C.1", "C.2"].contains(&text(r, "scenario")));
+        assert!(["os", "static"].contains(&text(r, "scheduler")));
+        assert!(r["repeat"].as_u64().is_some_and(|k| k < 2));
+        assert!(number(r, "wall_s") > 0.0);
+        // Runs last several 50 ms periods, so the manager measured speeds.
+        assert!(number(r, "mean_speed") > 0.0, "managed runs measure speed: {r}");
+        assert!(number(r, "manager_cpu_s") >= 0.0);
+        assert!(number(r, "workload_cpu_s") > 0.0, "{r}");
+        assert!(r["threads"].as_u64().is_some_and(|t| t >= 1));
+    }
+
+    // Interleaved: repeat 0 runs os then static, repeat 1 static then os.
+    for scenario in ["C.1", "C.2"] {
+        let order: Vec<(&str, u64)> = runs
+            .iter()
+            .filter(|r| text(r, "scenario") == scenario)
+            .map(|r| (text(r, "scheduler"), r["repeat"].as_u64().unwrap_or(99)))
+            .collect();
+        assert_eq!(order, [("os", 0), ("static", 0), ("static", 1), ("os", 1)]);
+    }
+
+    // Statistics recomputed from the runs: with two values the median is
+    // their mean and the sample deviation |a - b| / sqrt(2).
+    let median_of = |scenario: &str, scheduler: &str| {
+        let walls: Vec<f64> = runs
+            .iter()
+            .filter(|r| text(r, "scenario") == scenario && text(r, "scheduler") == scheduler)
+            .map(|r| number(r, "wall_s"))
+            .collect();
+        assert_eq!(walls.len(), 2);
+        (walls[0], walls[1])
+    };
+    for s in summary {
+        let (scenario, scheduler) = (text(s, "scenario"), text(s, "scheduler"));
+        assert_eq!(text(s, "workload"), "aco");
+        let (a, b) = median_of(scenario, scheduler);
+        assert!(close(number(s, "median_s"), (a + b) / 2.0), "{s}");
+        assert!(close(number(s, "mean_s"), (a + b) / 2.0), "{s}");
+        assert!(close(number(s, "dev_s"), (a - b).abs() / 2f64.sqrt()), "{s}");
+        let (oa, ob) = median_of(scenario, "os");
+        let os_median = (oa + ob) / 2.0;
+        let expected = 100.0 * ((a + b) / 2.0 - os_median) / os_median;
+        assert!(close(number(s, "diff_vs_os_pct"), expected), "{s}");
+    }
+
+    let markdown = std::fs::read_to_string(&md_path).expect("markdown written");
+    assert!(markdown.contains("## aco"), "{markdown}");
+    assert!(markdown.contains("| C.2 | static | 2 |"), "{markdown}");
+    assert!(
+        markdown.contains("`pinlearn work aco --iterations 1500 --ants 8`"),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn best_static_searches_pins_and_plots() {
+    let exe = pinlearn_binary();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json_path = dir.path().join("bench.json");
+    let plot_path = dir.path().join("bench.svg");
+    let cmd = bench(&[
+        "--workload",
+        "aco",
+        "--workload-args",
+        "--iterations 600 --ants 8",
+        "--scenarios",
+        "C.2",
+        "--schedulers",
+        "os,best-static",
+        "--repeat",
+        "1",
+        "--json",
+        json_path.to_str().expect("utf-8 path"),
+        "--plot",
+        plot_path.to_str().expect("utf-8 path"),
+        "--quiet",
+    ]);
+    run(&cmd, &exe).expect("the bench runs");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json written")).expect("valid JSON");
+
+    let cores = doc["setup"]["cores"].as_u64().expect("cores") as usize;
+    let calibration = &doc["calibration"][0];
+    let workers = calibration["worker_threads"].as_array().expect("worker names");
+    assert_eq!(workers.len(), cores, "C: one aco thread per core");
+    assert!(
+        workers
+            .iter()
+            .all(|n| n.as_str().is_some_and(|n| n.starts_with("aco-")))
+    );
+
+    let search = &doc["best_static"][0];
+    let tried = search["tried"].as_array().expect("tried list");
+    // One class of `cores` threads over `cores` cores, halves not exchangeable
+    // under C.2's load: C(2 cores - 1, cores - 1) splits (3 on 2 cores).
+    if cores == 2 {
+        assert_eq!(tried.len(), 3, "{search}");
+    }
+    let fastest = tried
+        .iter()
+        .min_by(|a, b| {
+            a[1].as_f64()
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b[1].as_f64().unwrap_or(f64::MAX))
+        })
+        .expect("something tried");
+    assert_eq!(search["chosen"], fastest[0]);
+
+    let runs = doc["runs"].as_array().expect("runs");
+    let best: Vec<&Value> = runs.iter().filter(|r| text(r, "scheduler") == "best-static").collect();
+    assert_eq!(best.len(), 1);
+    assert_eq!(best[0]["assignment"], search["chosen"]);
+    assert!(best[0]["mean_speed"].is_null(), "no manager, no speed");
+
+    for file in ["bench-aco-times.svg", "bench-aco-C.2-speed.svg"] {
+        let svg = std::fs::read_to_string(dir.path().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(svg.contains("<svg"), "{file}");
+    }
+}

@@ -1,0 +1,476 @@
+//! One simulated run: a scenario, a scheduler and a seed, driven through the
+//! unchanged engine in simulated time, and what it measured.
+//!
+//! ```text
+//!   Experiment (machine topology, workload, model, engine settings)
+//!     │ prepare(scenario): cores of the scenario ─► restricted Topology ─► Places
+//!     │                    background schedule, load game, best static assignment
+//!     ▼
+//!   run(prepared, scheduler, seed):
+//!     policy = os | static | best-static (FixedPolicy) | learn[:objective]
+//!     Engine::new(policy, places, numa_every)
+//!     k = 0, 1, ...:  engine.step(machine, k·T_CPU)      observe + decide + place
+//!                     record speeds, the core of every thread
+//!                     machine.advance_to((k+1)·T_CPU)    until the program completes
+//!     ▼
+//!   RunRecord (completion, mean speed, makespan vs optimum, Nash, ...) + speed series
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::str::FromStr;
+
+use pinlearn_engine::{Engine, Places, Settings};
+use pinlearn_policy::{LearnConfig, LearnPolicy, Objective, OsPolicy, Policy, StaticPolicy, ThreadKey};
+use pinlearn_topology::Topology;
+use serde::Serialize;
+
+use crate::SimError;
+use crate::game::{FixedPolicy, LoadGame, Optimum};
+use crate::machine::{MachineParams, SimMachine};
+use crate::scenario::{BackgroundSchedule, Scenario};
+use crate::workload::WorkloadSpec;
+
+/// A run that has not completed after this many times `--duration` stops
+/// and is reported as unfinished.
+pub const HORIZON_FACTOR: f64 = 20.0;
+
+/// Periods (at the end of the time all threads are alive) whose per-thread
+/// most frequent core is the "final" assignment.
+const FINAL_WINDOW: usize = 20;
+
+/// Assignments are tracked (makespan, Nash) only when threads × cores is
+/// at most this.
+const TRACK_LIMIT: usize = 4_000_000;
+
+/// Rate of the running average drawn in plots (paper 000 Table IV: ν = 0.01).
+const PLOT_AVERAGE_RATE: f64 = 0.01;
+
+/// Who decides where threads run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scheduler {
+    /// `OsPolicy`: every thread on the whole machine; the modelled OS balances.
+    Os,
+    /// `StaticPolicy`: round-robin pinning once.
+    Static,
+    /// The optimal static assignment of the load model, pinned once.
+    BestStatic,
+    /// `LearnPolicy`; `None` uses the objective of the settings.
+    Learn(Option<Objective>),
+}
+
+impl fmt::Display for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scheduler::Os => f.write_str("os"),
+            Scheduler::Static => f.write_str("static"),
+            Scheduler::BestStatic => f.write_str("best-static"),
+            Scheduler::Learn(None) => f.write_str("learn"),
+            Scheduler::Learn(Some(objective)) => write!(f, "learn:{objective}"),
+        }
+    }
+}
+
+impl FromStr for Scheduler {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        match text {
+            "os" => Ok(Scheduler::Os),
+            "static" => Ok(Scheduler::Static),
+            "best-static" => Ok(Scheduler::BestStatic),
+            "learn" => Ok(Scheduler::Learn(None)),
+            _ => match text.strip_prefix("learn:") {
+                Some(objective) => objective
+                    .parse()
+                    .map(|o| Scheduler::Learn(Some(o)))
+                    .map_err(|e| format!("scheduler \"{text}\": {e}")),
+                None => Err(format!(
+                    "unknown scheduler \"{text}\": use os, static, best-static, learn or learn:OBJECTIVE (mean, balanced[:GAMMA], own)"
+                )),
+            },
+        }
+    }
+}
+
+impl Scheduler {
+    /// Parses a comma-separated list.
+    pub fn parse_list(list: &str) -> Result<Vec<Scheduler>, String> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::parse)
+            .collect()
+    }
+}
+
+/// What one run measured; one JSON record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunRecord {
+    pub scenario: String,
+    pub scheduler: String,
+    pub seed: u64,
+    pub workload: String,
+    pub threads: usize,
+    /// Cores the scenario gave the program.
+    pub cores: usize,
+    /// False when the run hit the horizon (HORIZON_FACTOR × duration).
+    pub finished: bool,
+    /// Simulated seconds until the last thread finished.
+    pub completion_s: Option<f64>,
+    /// Mean of every thread's speed samples over the run (metric units).
+    pub mean_speed: Option<f64>,
+    /// Work done per second per thread (core-seconds / s), metric-independent.
+    pub mean_progress: f64,
+    /// Load-model makespan of the final core assignment (constant-load
+    /// scenarios only).
+    pub makespan: Option<f64>,
+    /// The optimum of the load model (constant-load scenarios, when proven).
+    pub optimal_makespan: Option<f64>,
+    /// makespan / optimal_makespan.
+    pub makespan_ratio: Option<f64>,
+    /// Whether the final assignment is a Nash equilibrium of the load game.
+    pub nash: Option<bool>,
+    /// First period at which the modal assignment (each thread's most
+    /// frequent core over the last 20 periods) was a Nash equilibrium of the
+    /// load game (constant-load scenarios, while all threads were alive).
+    pub first_nash_period: Option<u64>,
+    /// Share of those periods in which the modal assignment was a Nash
+    /// equilibrium.
+    pub nash_share: Option<f64>,
+    /// Engine periods run.
+    pub periods: u64,
+    /// Placements the engine made.
+    pub repins: u64,
+    /// Core changes, by the engine or the modelled OS.
+    pub migrations: u64,
+    pub node_migrations: u64,
+    pub balancer_moves: u64,
+}
+
+/// A finished run: its record and the running-average speed over time.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub record: RunRecord,
+    /// (simulated seconds, running average of the mean speed).
+    pub series: Vec<(f64, f64)>,
+}
+
+/// Everything shared by the runs of one invocation.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    /// The whole machine; scenarios use part of it.
+    pub topology: Topology,
+    pub workload: WorkloadSpec,
+    pub params: MachineParams,
+    pub settings: Settings,
+    /// Weight of the background load on a loaded core (2 = two CPU hogs).
+    pub background_weight: f64,
+}
+
+/// A scenario made concrete on the experiment's machine.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub scenario: Scenario,
+    pub topology: Topology,
+    pub places: Places,
+    pub background: BackgroundSchedule,
+    /// The load game with the time-averaged background over `duration`.
+    pub game: LoadGame,
+    pub optimum: Optimum,
+}
+
+impl Experiment {
+    /// Restricts the machine to the scenario's cores and precomputes its
+    /// background load and best static assignment.
+    pub fn prepare(&self, scenario: Scenario) -> Result<Prepared, SimError> {
+        scenario_fits(scenario, &self.topology)?;
+        let cpus = scenario.cpus_for(self.workload.threads, &self.topology);
+        let topology = self.topology.restrict(&cpus)?;
+        let places = Places::new(&topology);
+        let cores_per_node: Vec<usize> = topology.nodes().iter().map(|n| n.cores.len()).collect();
+        let cores: usize = cores_per_node.iter().sum();
+        let duration = self.workload.duration_s;
+        let background = scenario.background(
+            &cores_per_node,
+            duration,
+            self.background_weight,
+            HORIZON_FACTOR * duration,
+        );
+        let game = LoadGame {
+            demands: self.workload.demands(),
+            background: background.average(cores, duration),
+            capacity: vec![1.0; cores],
+        };
+        let optimum = game.optimum();
+        Ok(Prepared {
+            scenario,
+            topology,
+            places,
+            background,
+            game,
+            optimum,
+        })
+    }
+
+    fn policy(&self, prepared: &Prepared, scheduler: Scheduler, seed: u64) -> Box<dyn Policy> {
+        let layout = prepared.places.layout.clone();
+        match scheduler {
+            Scheduler::Os => Box::new(OsPolicy::new(layout)),
+            Scheduler::Static => Box::new(StaticPolicy::new(layout)),
+            Scheduler::BestStatic => {
+                let core_places: Vec<usize> = layout.all_cores().collect();
+                let place_of: HashMap<ThreadKey, usize> = prepared
+                    .optimum
+                    .assignment
+                    .iter()
+                    .enumerate()
+                    .map(|(index, &core)| (index as ThreadKey + 1, core_places[core]))
+                    .collect();
+                Box::new(FixedPolicy::new("best-static", place_of, layout.whole()))
+            }
+            Scheduler::Learn(objective) => {
+                let cfg = LearnConfig {
+                    objective: objective.unwrap_or(self.settings.learn.objective),
+                    ..self.settings.learn
+                };
+                Box::new(LearnPolicy::new(layout, cfg, seed))
+            }
+        }
+    }
+
+    /// Runs one (scenario, scheduler, seed) to completion or the horizon.
+    pub fn run(&self, prepared: &Prepared, scheduler: Scheduler, seed: u64) -> Result<RunResult, SimError> {
+        let mut machine = SimMachine::new(
+            &prepared.places,
+            &self.workload,
+            prepared.background.clone(),
+            self.params.clone(),
+            seed,
+        );
+        let mut engine = Engine::new(
+            self.policy(prepared, scheduler, seed),
+            prepared.places.clone(),
+            self.settings.numa_every(),
+            None,
+        );
+        let period_s = self.settings.interval.as_secs_f64();
+        let horizon = HORIZON_FACTOR * self.workload.duration_s;
+        let threads = self.workload.threads;
+        let constant_load = prepared.scenario.constant_load();
+
+        let mut speed_sum = 0.0;
+        let mut speed_count = 0u64;
+        let mut running_average: Option<f64> = None;
+        let mut series = Vec::new();
+        let mut tracker = (threads.saturating_mul(machine.cores()) <= TRACK_LIMIT)
+            .then(|| AssignmentTracker::new(threads, machine.cores()));
+        let mut period = 0u64;
+        loop {
+            let time_s = period as f64 * period_s;
+            engine.step(&mut machine, time_s)?;
+            let known: Vec<f64> = machine.last_samples().iter().filter_map(|s| s.speed).collect();
+            if !known.is_empty() {
+                let mean = known.iter().sum::<f64>() / known.len() as f64;
+                speed_sum += known.iter().sum::<f64>();
+                speed_count += known.len() as u64;
+                let average = running_average.map_or(mean, |a| a + PLOT_AVERAGE_RATE * (mean - a));
+                running_average = Some(average);
+                series.push((time_s, average));
+            }
+            if let Some(tracker) = tracker.as_mut()
+                && machine.alive() == threads
+            {
+                tracker.record(period, &machine.thread_cores(), constant_load.then_some(&prepared.game));
+            }
+            period += 1;
+            if time_s >= horizon {
+                break;
+            }
+            machine.advance_to(period as f64 * period_s);
+            if machine.completion().is_some() {
+                break;
+            }
+        }
+
+        let final_assignment = tracker.as_ref().and_then(AssignmentTracker::modal);
+        let (makespan, nash) = match (final_assignment, constant_load) {
+            (Some(a), true) => (Some(prepared.game.makespan(a)), Some(prepared.game.is_nash(a))),
+            _ => (None, None),
+        };
+        let optimal_makespan = (constant_load && prepared.optimum.exact).then_some(prepared.optimum.makespan);
+        let completion_s = machine.completion();
+        let elapsed = completion_s.unwrap_or(machine.now());
+        let totals = machine.totals().clone();
+        let record = RunRecord {
+            scenario: prepared.scenario.to_string(),
+            scheduler: scheduler.to_string(),
+            seed,
+            workload: self.workload.kind.to_string(),
+            threads,
+            cores: machine.cores(),
+            finished: completion_s.is_some(),
+            completion_s,
+            mean_speed: (speed_count > 0).then(|| speed_sum / speed_count as f64),
+            mean_progress: if elapsed > 0.0 && threads > 0 {
+                totals.work / elapsed / threads as f64
+            } else {
+                0.0
+            },
+            makespan_ratio: match (makespan, optimal_makespan) {
+                (Some(l), Some(best)) if best > 0.0 => Some(l / best),
+                _ => None,
+            },
+            makespan,
+            optimal_makespan,
+            nash,
+            first_nash_period: tracker.as_ref().and_then(|t| t.first_nash),
+            nash_share: tracker
+                .as_ref()
+                .filter(|t| constant_load && t.periods > 0)
+                .map(|t| t.nash_periods as f64 / t.periods as f64),
+            periods: engine.periods(),
+            repins: engine.repins(),
+            migrations: totals.migrations,
+            node_migrations: totals.node_migrations,
+            balancer_moves: totals.balancer_moves,
+        };
+        Ok(RunResult { record, series })
+    }
+}
+
+/// Whether `topology` can host `scenario` (D needs two nodes).
+pub fn scenario_fits(scenario: Scenario, topology: &Topology) -> Result<(), SimError> {
+    if scenario == Scenario::AlternatingNodes && topology.nodes().len() < 2 {
+        return Err(SimError::BadInput(format!(
+            "scenario D alternates the load between NUMA nodes but the topology \"{}\" has one node: give --topology with 2+ nodes, e.g. \"node:2 core:14 pu:1\"",
+            topology.source()
+        )));
+    }
+    Ok(())
+}
+
+/// Follows each thread's most frequent core over the last FINAL_WINDOW
+/// periods (its modal core, which the learners' occasional exploration does
+/// not move), and when and how often the modal assignment is a Nash
+/// equilibrium of the load game.
+struct AssignmentTracker {
+    window: VecDeque<Vec<usize>>,
+    /// counts[thread * cores + core]: periods of the window on that core.
+    counts: Vec<u16>,
+    cores: usize,
+    modal: Vec<usize>,
+    /// Periods recorded, and of those at a Nash equilibrium.
+    periods: u64,
+    nash_periods: u64,
+    first_nash: Option<u64>,
+}
+
+impl AssignmentTracker {
+    fn new(threads: usize, cores: usize) -> Self {
+        AssignmentTracker {
+            window: VecDeque::with_capacity(FINAL_WINDOW + 1),
+            counts: vec![0; threads * cores],
+            cores,
+            modal: vec![0; threads],
+            periods: 0,
+            nash_periods: 0,
+            first_nash: None,
+        }
+    }
+
+    fn modal(&self) -> Option<&[usize]> {
+        (!self.window.is_empty()).then_some(&self.modal[..])
+    }
+
+    /// Adds one period's assignment; with a game, also checks whether the
+    /// modal assignment is a Nash equilibrium.
+    fn record(&mut self, period: u64, assignment: &[usize], game: Option<&LoadGame>) {
+        let removed = if self.window.len() == FINAL_WINDOW {
+            self.window.pop_front()
+        } else {
+            None
+        };
+        for (thread, &core) in assignment.iter().enumerate() {
+            let old = removed.as_ref().map(|r| r[thread]);
+            if old == Some(core) {
+                continue;
+            }
+            let row = &mut self.counts[thread * self.cores..(thread + 1) * self.cores];
+            row[core] += 1;
+            if let Some(old) = old {
+                row[old] -= 1;
+            }
+            let modal = &mut self.modal[thread];
+            if self.window.is_empty() || old == Some(*modal) || row[core] >= row[*modal] {
+                *modal = (0..self.cores)
+                    .max_by(|&a, &b| row[a].cmp(&row[b]).then(b.cmp(&a)))
+                    .unwrap_or(0);
+            }
+        }
+        self.window.push_back(assignment.to_vec());
+        self.periods += 1;
+        if let Some(game) = game
+            && game.is_nash(&self.modal)
+        {
+            self.nash_periods += 1;
+            self.first_nash.get_or_insert(period);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheduler_names_parse_and_print_back() {
+        for name in [
+            "os",
+            "static",
+            "best-static",
+            "learn",
+            "learn:mean",
+            "learn:own",
+            "learn:balanced:0.5",
+        ] {
+            let scheduler: Scheduler = name.parse().unwrap();
+            assert_eq!(scheduler.to_string(), name);
+        }
+        let err = "fastest".parse::<Scheduler>().unwrap_err();
+        assert!(err.starts_with("unknown scheduler \"fastest\""), "{err}");
+        let err = "learn:best".parse::<Scheduler>().unwrap_err();
+        assert!(err.contains("unknown objective"), "{err}");
+        assert_eq!(Scheduler::parse_list("os, learn").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn tracker_follows_the_most_frequent_core_and_when_it_became_nash() {
+        let game = LoadGame::identical(vec![1.0, 1.0], 2);
+        let mut tracker = AssignmentTracker::new(2, 2);
+        assert_eq!(tracker.modal(), None);
+        tracker.record(0, &[0, 0], Some(&game));
+        assert_eq!(tracker.modal(), Some(&[0, 0][..]));
+        assert_eq!(tracker.first_nash, None, "both on one core is not an equilibrium");
+        tracker.record(1, &[0, 1], Some(&game));
+        // Thread 1 has one period on each core: ties go to core 0.
+        assert_eq!(tracker.modal(), Some(&[0, 0][..]));
+        tracker.record(2, &[0, 1], Some(&game));
+        assert_eq!(tracker.modal(), Some(&[0, 1][..]));
+        assert_eq!(tracker.first_nash, Some(2));
+        // One exploring period does not move the modal assignment.
+        tracker.record(3, &[1, 1], Some(&game));
+        assert_eq!(tracker.modal(), Some(&[0, 1][..]));
+        assert_eq!(tracker.nash_periods, 2);
+        // The window forgets: FINAL_WINDOW periods later [1, 0] is the modal.
+        for period in 4..4 + FINAL_WINDOW as u64 {
+            tracker.record(period, &[1, 0], Some(&game));
+        }
+        assert_eq!(tracker.modal(), Some(&[1, 0][..]));
+        // On the way both threads' modal cores coincided for a while.
+        assert!(tracker.nash_periods < tracker.periods);
+        assert!(tracker.nash_periods > FINAL_WINDOW as u64 / 2);
+        assert_eq!(tracker.first_nash, Some(2));
+    }
+}

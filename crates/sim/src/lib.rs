@@ -1,0 +1,160 @@
+//! `pinlearn sim`: a simulated many-core NUMA machine that the unchanged
+//! engine and policies run against through the same
+//! [`Target`](pinlearn_engine::Target) seam as a
+//! real process, in simulated time.
+//!
+//! ```text
+//!   SimCommand ─► Plan: Experiment (Topology, WorkloadSpec, MachineParams, engine Settings)
+//!      │                × scenarios (A.1 … C.3, D) × schedulers × seeds
+//!      ▼
+//!   Experiment::prepare(scenario): cores of the scenario ─► Places, BackgroundSchedule,
+//!      │                           LoadGame + its optimum (best-static)
+//!      ▼
+//!   Experiment::run(scheduler, seed)
+//!      │   Engine (pinlearn-engine, unchanged) with OsPolicy | StaticPolicy |
+//!      │          FixedPolicy(best-static) | LearnPolicy (pinlearn-policy, unchanged)
+//!      │   loop every T_CPU of simulated time:
+//!      │      engine.step(&mut SimMachine, t) ──Target::observe──► speeds
+//!      │                                      ──Target::place────► thread → core / node / machine
+//!      │      SimMachine::advance_to(t + T_CPU)   fluid model, event by event
+//!      ▼
+//!   RunRecord per run ─► table (stdout), --json, --plot (running-average speed)
+//! ```
+//!
+//! # The model
+//!
+//! **Machine.** The cores of a [`Topology`](pinlearn_topology::Topology)
+//! (hwloc synthetic string or XML), each with a capacity `c_j` (1.0 =
+//! nominal) and a node. A scenario gives the program the first cores of
+//! every node (see [`scenario`]).
+//!
+//! **Fair sharing.** Thread `i` has a CFS weight `w_i` (1 = nice 0). On core
+//! `j` the runnable threads (working *or spinning*) and the background
+//! program share the core in proportion to their weights, as Linux's fair
+//! class does between entities of one run queue:
+//!
+//! ```text
+//!   W_j     = b_j(t) + Σ_{runnable i on j} w_i
+//!   share_i = w_i / W_j                       fraction of time thread i runs
+//!   cpu_i   = share_i · c_j                   nominal core-seconds per second
+//! ```
+//!
+//! **Background load.** Another program on core `j` is one always-runnable
+//! entity of weight `b_j(t)`, piecewise constant in time: the entity its
+//! autogroup puts on that run queue. `b = 2` is two CPU-bound threads; alone
+//! with one of our threads it takes `b / (1 + b)` of the core.
+//!
+//! **NUMA.** A thread's memory lives on the node where it first did work
+//! (first touch). With memory intensity `m_i` ∈ [0, 1] and NUMA factor `F`
+//! (remote/local access cost), a thread running on another node progresses
+//! `1 + (F − 1) · m_i` times slower:
+//!
+//! ```text
+//!   work rate_i = cpu_i / (1 + (F − 1) · m_i · [node(core_i) ≠ memory node_i])
+//! ```
+//!
+//! **Migration cost.** A thread that changes core after it has run owes
+//! `core_migration_s` of CPU time (4× that when it changes node) during which
+//! it runs but makes no progress (cache and TLB refill).
+//!
+//! **Time.** Rates are constant between events, so the machine integrates
+//! exactly from event to event: a chunk of work ends, a migration debt is
+//! paid, a spin times out, the background changes, the balancer ticks
+//! (every `balance_interval_s`, 16 ms by default) or the engine's period
+//! (T_CPU from [`Settings`](pinlearn_engine::Settings), 50 ms by default)
+//! ends. Steps are therefore at most one balancer interval long. The NUMA
+//! period is the engine's (`Settings::numa_every`).
+//!
+//! **The OS.** A thread whose place is wider than a core (the OS baseline
+//! puts every thread on the whole machine; the learner may pick a node) gets
+//! its core from a model of Linux's scheduler, which sees runnable load only
+//! (`W_j`, spinning threads and background included) and never memory:
+//! - fork: the node with the least load per capacity, then its idlest core;
+//! - wakeup (`select_idle_sibling`): stay if the previous core is idle, else
+//!   the first idle core of the same node, else stay;
+//! - newidle: a core that goes idle pulls one runnable thread from the
+//!   busiest core of its node;
+//! - periodic: every balancer tick, within each node, the least loaded cores
+//!   pull one thread each from the busiest; every 4th tick, one thread moves
+//!   from the busiest node to the idlest. A move needs
+//!   `W_src / c_src > pct · W_dst / c_dst` (pct 1.17 in a node, 1.25 across
+//!   nodes: the stickiness) and must lower the pair's maximum
+//!   (`(W_dst + w_i) / c_dst < W_src / c_src`); the thread is drawn at random.
+//!
+//! Threads pinned to a core stay there.
+//!
+//! **Measurement** ([`SimMetric`]), per engine period of length `T`, with
+//! multiplicative noise `· max(0, 1 + σ·z)`, `z ~ N(0, 1)`:
+//! - `cpu` (default, what the real schedstat probe reads): `Σ cpu_i dt /
+//!   Σ_runnable dt` = run/(run+wait) while runnable, times capacity; `None`
+//!   when the thread was runnable less than 2% of the period (as the real
+//!   probe). It cannot see remote memory or spinning.
+//! - `heartbeat`: work done / `T` (progress rate; 0 while blocked).
+//! - `instructions`: work rate while working, full `cpu_i` while spinning or
+//!   paying a migration: busy-waiting counts as progress, as in the papers.
+//!
+//! **Workloads** ([`workload`]): `independent`, `barrier`, `barrier-spin`
+//! (spin-then-block with `--spin`), `pipeline`. Completion is the simulated
+//! time at which the last thread finishes.
+//!
+//! **Baselines** ([`Scheduler`]): `os` (`OsPolicy`), `static`
+//! (`StaticPolicy`), `best-static` (the optimum of the load game, see
+//! [`game`]), `learn[:objective]` (`LearnPolicy`). Only `best-static` is a
+//! policy of this crate ([`FixedPolicy`]): it applies an assignment computed
+//! in advance and learns nothing.
+
+pub mod command;
+pub mod experiment;
+pub mod game;
+pub mod machine;
+pub mod report;
+pub mod scenario;
+pub mod workload;
+
+use std::path::PathBuf;
+
+use pinlearn_engine::EngineError;
+use pinlearn_topology::TopologyError;
+
+pub use command::{Plan, SimCommand, run, run_plan};
+pub use experiment::{Experiment, Prepared, RunRecord, RunResult, Scheduler};
+pub use game::{FixedPolicy, LoadGame, Optimum};
+pub use machine::{MachineParams, MachineTotals, SimMachine, SimMetric};
+pub use scenario::{BackgroundSchedule, ParseScenarioError, Scenario};
+pub use workload::{Activity, Program, WorkloadKind, WorkloadSpec};
+
+/// Why `pinlearn sim` could not run; one line each.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// An option or file content is wrong; nothing ran.
+    #[error("{0}")]
+    BadInput(String),
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot draw the plot {path}: {reason}")]
+    Plot { path: PathBuf, reason: String },
+}
+
+impl SimError {
+    /// True when the user asked for something impossible (exit status 2).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            SimError::BadInput(_) | SimError::Topology(_) => true,
+            SimError::Engine(e) => e.exit_status() == 2,
+            SimError::Write { .. } | SimError::Plot { .. } => false,
+        }
+    }
+
+    /// The process exit status: 2 for bad input, 1 otherwise.
+    pub fn exit_status(&self) -> i32 {
+        if self.is_bad_input() { 2 } else { 1 }
+    }
+}

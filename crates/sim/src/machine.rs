@@ -1,0 +1,800 @@
+//! The simulated machine: cores shared fairly by runnable threads, background
+//! load, NUMA slowdown, migration cost, a model of Linux's load balancer, and
+//! the engine's [`Target`] seam (observe speeds, apply placements).
+//!
+//! ```text
+//!   driver: engine.step(machine, t) ─► Target::observe  speeds since the last call
+//!                                   ─► Target::place    thread → place (core, node, machine)
+//!           machine.advance_to(t + T_CPU):
+//!             loop until t + T_CPU (or the program completes):
+//!               due events at `now`:
+//!                 background phase change
+//!                 program.settle ─► chunks done, barriers, queues, spins expired
+//!                 woken threads  ─► wakeup placement (idle core of the node, else stay)
+//!                 cores gone idle ─► newidle pull (within the node)
+//!                 balance tick   ─► periodic balancing (within nodes; across nodes every k ticks)
+//!               step h = time to the next event (chunk end, stall paid, spin end,
+//!                        phase change, balance tick, period end); rates are constant over h:
+//!                 share_i = w_i / (Σ_{runnable j on core} w_j + b_core)
+//!                 cpu_i   = share_i · cap_core                      (nominal core-seconds per second)
+//!                 work_i  = cpu_i / (1 + (F − 1) · m_i · [memory node ≠ core node])
+//!               integrate run, wait, cpu, work, instructions over h
+//! ```
+//!
+//! Only application threads are simulated one by one; the background
+//! program is one runnable entity of weight `b_core` per loaded core.
+
+use pinlearn_engine::{EngineError, Places, Target, ThreadInfo};
+use pinlearn_policy::{PlaceKind, ThreadKey, ThreadSample};
+use pinlearn_topology::CpuSet;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::scenario::BackgroundSchedule;
+use crate::workload::{Activity, Program, WORK_EPSILON, WorkloadSpec};
+
+/// Events closer than this (seconds) count as simultaneous.
+const TIME_EPSILON: f64 = 1e-9;
+
+/// Below this share of the period spent runnable, the `cpu` metric reports
+/// nothing (the real schedstat probe uses the same threshold).
+pub const MIN_RUNNABLE_SHARE: f64 = 0.02;
+
+/// What a thread's speed sample measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SimMetric {
+    /// run / (run + wait) while runnable, times the core's capacity: what
+    /// the real `cpu` metric reads from schedstat. Blind to NUMA slowdown
+    /// and to spinning (a spinner runs).
+    Cpu,
+    /// Work done per second (like heartbeats): 1.0 = a nominal core's worth.
+    /// Spinning and remote memory show as lost speed.
+    Heartbeat,
+    /// Instructions per second in nominal-core units: work rate while
+    /// working, full rate while spinning or paying migration cost (the
+    /// papers' metric, which counts busy-waiting as progress).
+    Instructions,
+}
+
+/// The physical constants of the model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MachineParams {
+    /// F ≥ 1: how much slower a fully memory-bound thread runs with its
+    /// memory on another node.
+    pub numa_factor: f64,
+    /// Standard deviation σ of the multiplicative measurement noise.
+    pub noise: f64,
+    /// CPU time lost (no progress) when a thread changes core in its node.
+    pub core_migration_s: f64,
+    /// CPU time lost when a thread changes node.
+    pub node_migration_s: f64,
+    /// Period of the OS balancer within a node.
+    pub balance_interval_s: f64,
+    /// Balance across nodes every this many ticks.
+    pub numa_balance_every: u32,
+    /// Within a node, move only if busiest load > pct × least load.
+    pub core_imbalance_pct: f64,
+    /// Across nodes, the same threshold on the nodes' mean loads.
+    pub node_imbalance_pct: f64,
+    pub metric: SimMetric,
+}
+
+impl Default for MachineParams {
+    fn default() -> Self {
+        MachineParams {
+            numa_factor: 2.0,
+            noise: 0.05,
+            core_migration_s: 250e-6,
+            node_migration_s: 1e-3,
+            balance_interval_s: 0.016,
+            numa_balance_every: 4,
+            core_imbalance_pct: 1.17,
+            node_imbalance_pct: 1.25,
+            metric: SimMetric::Cpu,
+        }
+    }
+}
+
+/// What a thread accumulated since the last observation.
+#[derive(Clone, Copy, Debug, Default)]
+struct Accumulated {
+    /// Seconds running (share × time while runnable).
+    running_s: f64,
+    /// Seconds runnable but waiting for the core.
+    waiting_s: f64,
+    /// Nominal core-seconds received (running × capacity).
+    cpu_s: f64,
+    /// Work done, core-seconds.
+    work: f64,
+    /// Instructions retired, in nominal core-seconds.
+    instructions: f64,
+}
+
+#[derive(Clone, Debug)]
+struct SimThread {
+    key: ThreadKey,
+    weight: f64,
+    memory_intensity: f64,
+    /// Node holding the thread's memory: where it first did work.
+    home: Option<usize>,
+    /// Layout place the thread is allowed on.
+    place: usize,
+    core: usize,
+    has_run: bool,
+    /// CPU time still to pay for migrations (no progress meanwhile).
+    stall_s: f64,
+    acc: Accumulated,
+}
+
+/// Lifetime totals of the machine, for checks and reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MachineTotals {
+    /// Core changes of all threads (engine placements and OS balancing).
+    pub migrations: u64,
+    /// Of those, node changes.
+    pub node_migrations: u64,
+    /// Moves made by the modelled OS balancer (periodic, newidle, wakeup).
+    pub balancer_moves: u64,
+    /// Work done by all threads, core-seconds.
+    pub work: f64,
+}
+
+/// A simulated machine running one program.
+pub struct SimMachine {
+    params: MachineParams,
+    core_node: Vec<usize>,
+    capacity: Vec<f64>,
+    node_cores: Vec<Vec<usize>>,
+    /// For every layout place, the cores it spans.
+    place_cores: Vec<Vec<usize>>,
+    /// `place_allows[place][core]`.
+    place_allows: Vec<Vec<bool>>,
+    whole: usize,
+    background: BackgroundSchedule,
+    phase: Option<usize>,
+    bg: Vec<f64>,
+    program: Program,
+    threads: Vec<SimThread>,
+    /// Runnable weight per core, background included.
+    load: Vec<f64>,
+    now: f64,
+    next_balance: f64,
+    balance_ticks: u64,
+    last_observe: Option<f64>,
+    rng: ChaCha8Rng,
+    completion: Option<f64>,
+    /// Nominal core-seconds each core gave to application threads.
+    app_cpu_s: Vec<f64>,
+    /// Nominal core-seconds each core gave to the background program.
+    background_cpu_s: Vec<f64>,
+    totals: MachineTotals,
+    last_samples: Vec<ThreadSample>,
+    scratch_load: Vec<f64>,
+}
+
+impl SimMachine {
+    /// A machine with the cores of `places` (capacity 1), running the
+    /// program of `spec` (thread keys 1..=threads) under `background`.
+    /// Every thread starts with the whole machine as its place, on the core
+    /// Linux's fork balancing would pick (idlest node, then idlest core).
+    pub fn new(
+        places: &Places,
+        spec: &WorkloadSpec,
+        background: BackgroundSchedule,
+        params: MachineParams,
+        seed: u64,
+    ) -> Self {
+        let layout = &places.layout;
+        let cores: Vec<usize> = layout.all_cores().collect();
+        let core_index = |place: usize| cores.iter().position(|&c| c == place);
+        let core_node: Vec<usize> = cores
+            .iter()
+            .map(|&p| layout.places()[p].node.expect("a core lies in a node"))
+            .collect();
+        let mut node_cores = vec![Vec::new(); layout.nodes()];
+        for (core, &node) in core_node.iter().enumerate() {
+            node_cores[node].push(core);
+        }
+        let place_cores: Vec<Vec<usize>> = layout
+            .places()
+            .iter()
+            .enumerate()
+            .map(|(index, spec)| match spec.kind {
+                PlaceKind::Core => core_index(index).into_iter().collect(),
+                PlaceKind::Node => node_cores[spec.node.expect("a node place has a node")].clone(),
+                PlaceKind::Machine => (0..cores.len()).collect(),
+            })
+            .collect();
+        let place_allows = place_cores
+            .iter()
+            .map(|list| {
+                let mut allows = vec![false; cores.len()];
+                list.iter().for_each(|&c| allows[c] = true);
+                allows
+            })
+            .collect();
+        let program = spec.build(cores.len());
+        let m = cores.len();
+        let mut machine = SimMachine {
+            params,
+            core_node,
+            capacity: vec![1.0; m],
+            node_cores,
+            place_cores,
+            place_allows,
+            whole: layout.whole(),
+            background,
+            phase: None,
+            bg: vec![0.0; m],
+            program,
+            threads: Vec::with_capacity(spec.threads),
+            load: vec![0.0; m],
+            now: 0.0,
+            next_balance: 0.0,
+            balance_ticks: 0,
+            last_observe: None,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51a7_0000_0001),
+            completion: None,
+            app_cpu_s: vec![0.0; m],
+            background_cpu_s: vec![0.0; m],
+            totals: MachineTotals::default(),
+            last_samples: Vec::new(),
+            scratch_load: vec![0.0; m],
+        };
+        machine.apply_background_phase();
+        let mut placed = machine.bg.clone();
+        for index in 0..spec.threads {
+            let weight = spec.weight(index);
+            let core = machine.fork_core(&placed);
+            placed[core] += weight;
+            machine.threads.push(SimThread {
+                key: index as ThreadKey + 1,
+                weight,
+                memory_intensity: spec.memory_intensity,
+                home: None,
+                place: machine.whole,
+                core,
+                has_run: false,
+                stall_s: 0.0,
+                acc: Accumulated::default(),
+            });
+        }
+        machine.next_balance = machine.params.balance_interval_s;
+        if machine.program.complete() {
+            machine.completion = Some(0.0);
+        }
+        machine
+    }
+
+    /// Sets the capacity of every core (1.0 = nominal), in core order.
+    ///
+    /// # Panics
+    /// If the length differs from the number of cores or a capacity is not
+    /// positive.
+    pub fn set_capacities(&mut self, capacity: Vec<f64>) {
+        assert_eq!(capacity.len(), self.capacity.len(), "one capacity per core");
+        assert!(
+            capacity.iter().all(|&c| c > 0.0 && c.is_finite()),
+            "capacities must be positive"
+        );
+        self.capacity = capacity;
+    }
+
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    /// When the last thread finished, if it has.
+    pub fn completion(&self) -> Option<f64> {
+        self.completion
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    pub fn cores(&self) -> usize {
+        self.capacity.len()
+    }
+
+    pub fn totals(&self) -> &MachineTotals {
+        &self.totals
+    }
+
+    /// Nominal core-seconds each core gave to the program and to the
+    /// background so far.
+    pub fn cpu_given(&self) -> (&[f64], &[f64]) {
+        (&self.app_cpu_s, &self.background_cpu_s)
+    }
+
+    pub fn capacities(&self) -> &[f64] {
+        &self.capacity
+    }
+
+    /// The samples of the last `observe`.
+    pub fn last_samples(&self) -> &[ThreadSample] {
+        &self.last_samples
+    }
+
+    /// The core (index in core order) of every thread, finished ones
+    /// included (they keep their last core).
+    pub fn thread_cores(&self) -> Vec<usize> {
+        self.threads.iter().map(|t| t.core).collect()
+    }
+
+    /// Threads that have not finished.
+    pub fn alive(&self) -> usize {
+        self.program
+            .tasks()
+            .iter()
+            .filter(|t| t.activity != Activity::Done)
+            .count()
+    }
+
+    /// The node of a core.
+    pub fn node_of(&self, core: usize) -> usize {
+        self.core_node[core]
+    }
+
+    /// The node holding thread `index`'s memory, once it has worked.
+    pub fn memory_node(&self, index: usize) -> Option<usize> {
+        self.threads[index].home
+    }
+
+    /// Runs the machine until `until_s` (or until the program completes,
+    /// then `now` is the completion time).
+    pub fn advance_to(&mut self, until_s: f64) {
+        loop {
+            self.handle_due_events();
+            if self.completion.is_some() || self.now >= until_s - TIME_EPSILON {
+                break;
+            }
+            self.step(until_s);
+        }
+        if self.completion.is_none() {
+            self.now = self.now.max(until_s);
+        }
+    }
+
+    // ----- time stepping -------------------------------------------------
+
+    fn apply_background_phase(&mut self) {
+        let phase = self.background.phase_at(self.now + TIME_EPSILON);
+        if phase != self.phase {
+            self.phase = phase;
+            match phase {
+                Some(k) => {
+                    let weights = &self.background.phases()[k].1;
+                    for (core, bg) in self.bg.iter_mut().enumerate() {
+                        *bg = weights.get(core).copied().unwrap_or(0.0);
+                    }
+                }
+                None => self.bg.iter_mut().for_each(|b| *b = 0.0),
+            }
+        }
+    }
+
+    fn next_phase_start(&self) -> Option<f64> {
+        let next = self.phase.map_or(0, |k| k + 1);
+        self.background.phases().get(next).map(|(start, _)| *start)
+    }
+
+    fn recompute_loads(&mut self) {
+        self.load.copy_from_slice(&self.bg);
+        for (thread, task) in self.threads.iter().zip(self.program.tasks()) {
+            if task.activity.runnable() {
+                self.load[thread.core] += thread.weight;
+            }
+        }
+    }
+
+    fn slowdown(&self, thread: &SimThread) -> f64 {
+        match thread.home {
+            Some(home) if home != self.core_node[thread.core] => {
+                1.0 + (self.params.numa_factor - 1.0).max(0.0) * thread.memory_intensity
+            }
+            _ => 1.0,
+        }
+    }
+
+    fn handle_due_events(&mut self) {
+        if self.completion.is_some() {
+            return;
+        }
+        self.apply_background_phase();
+        self.recompute_loads();
+        self.scratch_load.copy_from_slice(&self.load);
+        let mut woken = Vec::new();
+        self.program.settle(self.now + TIME_EPSILON, &mut woken);
+        if self.program.complete() {
+            self.completion = Some(self.now);
+            return;
+        }
+        self.recompute_loads();
+        let any_wide = self.threads.iter().any(|t| self.place_cores[t.place].len() > 1);
+        if any_wide {
+            for index in woken {
+                self.place_on_wakeup(index);
+            }
+            for core in 0..self.cores() {
+                if self.load[core] <= TIME_EPSILON && self.scratch_load[core] > TIME_EPSILON {
+                    self.pull_to_idle(core);
+                }
+            }
+        }
+        if self.now + TIME_EPSILON >= self.next_balance {
+            if any_wide {
+                self.balance();
+            }
+            self.balance_ticks += 1;
+            while self.next_balance <= self.now + TIME_EPSILON {
+                self.next_balance += self.params.balance_interval_s;
+            }
+        }
+    }
+
+    /// Integrates one interval of constant rates, ending at the next event
+    /// or at `until_s`.
+    fn step(&mut self, until_s: f64) {
+        self.recompute_loads();
+        let mut h = until_s - self.now;
+        if let Some(start) = self.next_phase_start() {
+            h = h.min(start - self.now);
+        }
+        h = h.min(self.next_balance - self.now);
+        for (index, thread) in self.threads.iter().enumerate() {
+            let task = self.program.tasks()[index];
+            if !task.activity.runnable() {
+                continue;
+            }
+            let cpu_rate = thread.weight / self.load[thread.core] * self.capacity[thread.core];
+            if thread.stall_s > 0.0 {
+                h = h.min(thread.stall_s / cpu_rate);
+            } else if task.activity == Activity::Work {
+                h = h.min(task.remaining / (cpu_rate / self.slowdown(thread)));
+            }
+            if let Activity::Spin { until } = task.activity {
+                h = h.min(until - self.now);
+            }
+        }
+        let h = h.max(TIME_EPSILON);
+
+        for core in 0..self.cores() {
+            if self.bg[core] > 0.0 {
+                self.background_cpu_s[core] += self.bg[core] / self.load[core] * self.capacity[core] * h;
+            }
+        }
+        for index in 0..self.threads.len() {
+            let activity = self.program.tasks()[index].activity;
+            if !activity.runnable() {
+                continue;
+            }
+            let core = self.threads[index].core;
+            let node = self.core_node[core];
+            let share = self.threads[index].weight / self.load[core];
+            let mut cpu = share * self.capacity[core] * h;
+            self.app_cpu_s[core] += cpu;
+            let slowdown = {
+                let thread = &mut self.threads[index];
+                if activity == Activity::Work && thread.home.is_none() {
+                    thread.home = Some(node);
+                }
+                thread.has_run = true;
+                thread.acc.running_s += share * h;
+                thread.acc.waiting_s += (1.0 - share) * h;
+                thread.acc.cpu_s += cpu;
+                if thread.stall_s > 0.0 {
+                    let paid = thread.stall_s.min(cpu);
+                    thread.stall_s -= paid;
+                    if thread.stall_s <= WORK_EPSILON {
+                        thread.stall_s = 0.0;
+                    }
+                    thread.acc.instructions += paid;
+                    cpu -= paid;
+                }
+                self.slowdown(&self.threads[index])
+            };
+            match activity {
+                Activity::Work if cpu > 0.0 => {
+                    let work = cpu / slowdown;
+                    self.program.progress(index, work);
+                    let thread = &mut self.threads[index];
+                    thread.acc.work += work;
+                    thread.acc.instructions += work;
+                    self.totals.work += work;
+                }
+                Activity::Spin { .. } => self.threads[index].acc.instructions += cpu,
+                _ => {}
+            }
+        }
+        self.now += h;
+    }
+
+    // ----- the modelled OS ------------------------------------------------
+
+    /// Fork placement: the node with the lowest load per capacity, then its
+    /// idlest core (ties: lowest index).
+    fn fork_core(&self, placed: &[f64]) -> usize {
+        let node_load = |cores: &[usize]| {
+            let load: f64 = cores.iter().map(|&c| placed[c]).sum();
+            let capacity: f64 = cores.iter().map(|&c| self.capacity[c]).sum();
+            load / capacity
+        };
+        let node = (0..self.node_cores.len())
+            .min_by(|&a, &b| {
+                node_load(&self.node_cores[a])
+                    .total_cmp(&node_load(&self.node_cores[b]))
+                    .then(a.cmp(&b))
+            })
+            .unwrap_or(0);
+        self.idlest(&self.node_cores[node], placed)
+    }
+
+    fn idlest(&self, cores: &[usize], load: &[f64]) -> usize {
+        cores
+            .iter()
+            .copied()
+            .min_by(|&a, &b| {
+                (load[a] / self.capacity[a])
+                    .total_cmp(&(load[b] / self.capacity[b]))
+                    .then(a.cmp(&b))
+            })
+            .unwrap_or(0)
+    }
+
+    /// Moves a thread to another core, charging the migration cost once it
+    /// has run.
+    fn migrate(&mut self, index: usize, to: usize) {
+        let runnable = self.program.tasks()[index].activity.runnable();
+        let thread = &mut self.threads[index];
+        let from = thread.core;
+        if from == to {
+            return;
+        }
+        if runnable {
+            self.load[from] -= thread.weight;
+            self.load[to] += thread.weight;
+        }
+        let node_change = self.core_node[from] != self.core_node[to];
+        if thread.has_run {
+            thread.stall_s += if node_change {
+                self.params.node_migration_s
+            } else {
+                self.params.core_migration_s
+            };
+        }
+        thread.core = to;
+        self.totals.migrations += 1;
+        if node_change {
+            self.totals.node_migrations += 1;
+        }
+    }
+
+    /// A placement from the engine: keep the core if the place allows it,
+    /// else the place's idlest core.
+    fn set_place(&mut self, index: usize, place: usize) {
+        self.threads[index].place = place;
+        let core = self.threads[index].core;
+        if self.place_allows[place][core] {
+            return;
+        }
+        self.recompute_loads();
+        let to = self.idlest(&self.place_cores[place].clone(), &self.load.clone());
+        self.migrate(index, to);
+    }
+
+    /// select_idle_sibling: a woken thread stays on its core if that core is
+    /// idle, else takes the first idle core of the same node it may use
+    /// (scanning from its core on), else stays.
+    fn place_on_wakeup(&mut self, index: usize) {
+        let thread = &self.threads[index];
+        let place = thread.place;
+        let prev = thread.core;
+        if self.place_cores[place].len() <= 1 {
+            return;
+        }
+        if !self.place_allows[place][prev] {
+            let to = self.idlest(&self.place_cores[place].clone(), &self.load.clone());
+            self.migrate(index, to);
+            self.totals.balancer_moves += 1;
+            return;
+        }
+        if self.load[prev] - thread.weight <= TIME_EPSILON {
+            return;
+        }
+        let siblings = &self.node_cores[self.core_node[prev]];
+        let start = siblings.iter().position(|&c| c == prev).unwrap_or(0);
+        let idle = (1..siblings.len())
+            .map(|k| siblings[(start + k) % siblings.len()])
+            .find(|&c| self.place_allows[place][c] && self.load[c] <= TIME_EPSILON);
+        if let Some(to) = idle {
+            self.migrate(index, to);
+            self.totals.balancer_moves += 1;
+        }
+    }
+
+    /// Newidle balancing: a core that just went idle pulls one runnable
+    /// thread from the busiest core of its node that can spare one.
+    fn pull_to_idle(&mut self, core: usize) {
+        let mut sources: Vec<usize> = self.node_cores[self.core_node[core]]
+            .iter()
+            .copied()
+            .filter(|&c| c != core && self.load[c] > TIME_EPSILON)
+            .collect();
+        self.sort_busiest_first(&mut sources);
+        for source in sources {
+            if self.try_move(source, core, 1.0) {
+                return;
+            }
+        }
+    }
+
+    /// Periodic balancing: within every node, the least loaded cores pull
+    /// one thread each from the busiest; across nodes, every
+    /// `numa_balance_every` ticks, one thread moves from the busiest node to
+    /// the least loaded one.
+    fn balance(&mut self) {
+        self.recompute_loads();
+        for node in 0..self.node_cores.len() {
+            let mut pullers = self.node_cores[node].clone();
+            pullers.sort_by(|&a, &b| {
+                (self.load[a] / self.capacity[a])
+                    .total_cmp(&(self.load[b] / self.capacity[b]))
+                    .then(a.cmp(&b))
+            });
+            for dst in pullers {
+                let mut sources: Vec<usize> = self.node_cores[node].iter().copied().filter(|&c| c != dst).collect();
+                self.sort_busiest_first(&mut sources);
+                let pct = self.params.core_imbalance_pct;
+                if !sources.into_iter().any(|src| self.try_move(src, dst, pct)) {
+                    break;
+                }
+            }
+        }
+        let nodes = self.node_cores.len();
+        let every = u64::from(self.params.numa_balance_every.max(1));
+        if nodes > 1 && self.balance_ticks.is_multiple_of(every) {
+            let node_load = |machine: &Self, node: usize| {
+                let cores = &machine.node_cores[node];
+                let load: f64 = cores.iter().map(|&c| machine.load[c]).sum();
+                let capacity: f64 = cores.iter().map(|&c| machine.capacity[c]).sum();
+                load / capacity
+            };
+            let busiest = (0..nodes)
+                .max_by(|&a, &b| node_load(self, a).total_cmp(&node_load(self, b)).then(b.cmp(&a)))
+                .unwrap_or(0);
+            let idlest = (0..nodes)
+                .min_by(|&a, &b| node_load(self, a).total_cmp(&node_load(self, b)).then(a.cmp(&b)))
+                .unwrap_or(0);
+            if busiest != idlest && node_load(self, busiest) > self.params.node_imbalance_pct * node_load(self, idlest)
+            {
+                let dst = self.idlest(&self.node_cores[idlest].clone(), &self.load.clone());
+                let mut sources = self.node_cores[busiest].clone();
+                self.sort_busiest_first(&mut sources);
+                let pct = self.params.node_imbalance_pct;
+                for src in sources {
+                    if self.try_move(src, dst, pct) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn sort_busiest_first(&self, cores: &mut [usize]) {
+        cores.sort_by(|&a, &b| {
+            (self.load[b] / self.capacity[b])
+                .total_cmp(&(self.load[a] / self.capacity[a]))
+                .then(a.cmp(&b))
+        });
+    }
+
+    /// Moves one runnable thread from `src` to `dst` if `src`'s load exceeds
+    /// `pct` times `dst`'s and the move strictly lowers the pair's maximum
+    /// (the thread's weight is less than the difference). The thread is
+    /// drawn at random among those allowed on `dst`; memory placement and
+    /// spinning are ignored. Returns whether a thread moved.
+    fn try_move(&mut self, src: usize, dst: usize, pct: f64) -> bool {
+        let src_load = self.load[src] / self.capacity[src];
+        let dst_load = self.load[dst] / self.capacity[dst];
+        if src_load <= pct * dst_load || src_load <= 0.0 {
+            return false;
+        }
+        let tasks = self.program.tasks();
+        let candidates: Vec<usize> = self
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(index, t)| {
+                t.core == src
+                    && tasks[*index].activity.runnable()
+                    && self.place_cores[t.place].len() > 1
+                    && self.place_allows[t.place][dst]
+                    && (self.load[dst] + t.weight) / self.capacity[dst] < src_load * (1.0 - TIME_EPSILON)
+            })
+            .map(|(index, _)| index)
+            .collect();
+        if candidates.is_empty() {
+            return false;
+        }
+        let chosen = candidates[self.rng.random_range(0..candidates.len())];
+        self.migrate(chosen, dst);
+        self.totals.balancer_moves += 1;
+        true
+    }
+
+    // ----- measurement -----------------------------------------------------
+
+    fn noisy(&mut self, value: f64) -> f64 {
+        if self.params.noise <= 0.0 {
+            return value;
+        }
+        // Box-Muller: one standard normal draw from two uniforms.
+        let u1: f64 = self.rng.random::<f64>().max(f64::MIN_POSITIVE);
+        let u2: f64 = self.rng.random();
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        value * (1.0 + self.params.noise * z).max(0.0)
+    }
+
+    fn speed_of(&self, acc: &Accumulated, elapsed: f64) -> Option<f64> {
+        match self.params.metric {
+            SimMetric::Cpu => {
+                let runnable = acc.running_s + acc.waiting_s;
+                (runnable >= MIN_RUNNABLE_SHARE * elapsed && runnable > 0.0).then(|| acc.cpu_s / runnable)
+            }
+            SimMetric::Heartbeat => Some(acc.work / elapsed),
+            SimMetric::Instructions => Some(acc.instructions / elapsed),
+        }
+    }
+}
+
+impl Target for SimMachine {
+    fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
+        let elapsed = self.last_observe.map(|t| self.now - t).filter(|&e| e > 0.0);
+        self.last_observe = Some(self.now);
+        for index in 0..self.threads.len() {
+            if self.program.tasks()[index].activity == Activity::Done {
+                continue;
+            }
+            let acc = std::mem::take(&mut self.threads[index].acc);
+            let speed = elapsed.and_then(|e| self.speed_of(&acc, e)).map(|s| self.noisy(s));
+            samples.push(ThreadSample {
+                key: self.threads[index].key,
+                speed,
+            });
+        }
+        self.last_samples.clone_from(samples);
+        Ok(())
+    }
+
+    fn place(&mut self, key: ThreadKey, place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {
+        let Some(index) = (key as usize).checked_sub(1).filter(|&i| i < self.threads.len()) else {
+            return Ok(false);
+        };
+        if self.program.tasks()[index].activity == Activity::Done {
+            return Ok(false);
+        }
+        if place >= self.place_cores.len() {
+            return Err(EngineError::bad_input(format!(
+                "place {place} does not exist on the simulated machine ({} places)",
+                self.place_cores.len()
+            )));
+        }
+        self.set_place(index, place);
+        Ok(true)
+    }
+
+    fn initial_place(&self, _key: ThreadKey) -> Option<usize> {
+        Some(self.whole)
+    }
+
+    fn info(&self, key: ThreadKey) -> ThreadInfo {
+        ThreadInfo {
+            pid: 0,
+            tid: key as u32,
+            name: format!("sim-{}", key.saturating_sub(1)),
+        }
+    }
+}

@@ -1,0 +1,700 @@
+//! What the simulated threads do: the programs of `--workload`, as state
+//! machines over work chunks, modelled on the real workloads of
+//! `pinlearn work` (crates/workloads).
+//!
+//! ```text
+//!   WorkloadSpec (kind, threads, weights, duration, spin, stages)
+//!        │ build(cores)          sizes the work so the run takes about
+//!        ▼                       `duration` seconds on the idle cores
+//!   Program { tasks[i] = (activity, remaining work) }
+//!        │      ▲
+//!        │      │ machine integrates: remaining -= progress rate · h
+//!        ▼      │
+//!   settle(now): a Work task whose chunk is done, or a Spin task whose spin
+//!   time is over, changes activity:
+//!     independent   Work ─► Done
+//!     barrier       Work ─► Block (or Spin until now+spin) ─► all Work when the last arrives
+//!     pipeline      Work ─► push item downstream (Block while the queue is full)
+//!                        ─► pop next item (Block while the queue is empty) ─► Work / Done
+//!   tasks that went Block ─► Work are reported as woken (the OS places them).
+//! ```
+//!
+//! Work is measured in nominal core-seconds: a thread alone on a core of
+//! capacity 1.0 with local memory does one unit per second.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// Work left below this many core-seconds counts as done (absorbs rounding).
+pub const WORK_EPSILON: f64 = 1e-9;
+
+/// Work of one barrier round per thread at weight 1 on an idle machine with
+/// one thread per core, in core-seconds.
+const ROUND_SECONDS: f64 = 0.1;
+
+/// Work of one pipeline item at the bottleneck stage, in core-seconds.
+const ITEM_SECONDS: f64 = 0.025;
+
+/// The programs `--workload` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// Every thread has its own work and ends when it is done.
+    Independent,
+    /// Rounds of equal work separated by a barrier; waiting threads block.
+    Barrier,
+    /// As `Barrier`, but waiting threads spin (for `--spin` seconds, or
+    /// until released), runnable and making no progress.
+    BarrierSpin,
+    /// Stages of unequal work per item over bounded queues; waiting threads
+    /// block.
+    Pipeline,
+}
+
+impl WorkloadKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Independent => "independent",
+            WorkloadKind::Barrier => "barrier",
+            WorkloadKind::BarrierSpin => "barrier-spin",
+            WorkloadKind::Pipeline => "pipeline",
+        }
+    }
+}
+
+impl fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything that defines the simulated program.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadSpec {
+    pub kind: WorkloadKind,
+    pub threads: usize,
+    /// Per-thread CFS weight, cycled over the threads (1.0 = nice 0). For
+    /// `independent` and the barrier workloads a thread's work is also
+    /// proportional to its weight, which makes the run the load-balancing
+    /// game of paper 000 §V (u_i = w_i / load of its core).
+    pub weights: Vec<f64>,
+    /// Seconds the run takes on the idle cores it is given (sizes the work).
+    pub duration_s: f64,
+    /// `barrier-spin`: seconds a waiting thread spins before it blocks
+    /// (`None`: it spins until released).
+    pub spin_s: Option<f64>,
+    /// `pipeline`: relative work per item of each stage.
+    pub stages: Vec<f64>,
+    /// `pipeline`: capacity of each queue between stages, in items.
+    pub queue_capacity: u64,
+    /// Share of a thread's time spent on memory accesses, in [0, 1]: the
+    /// NUMA slowdown is proportional to it.
+    pub memory_intensity: f64,
+}
+
+impl WorkloadSpec {
+    /// The CFS weight of thread `index`.
+    pub fn weight(&self, index: usize) -> f64 {
+        if self.weights.is_empty() {
+            1.0
+        } else {
+            self.weights[index % self.weights.len()]
+        }
+    }
+
+    /// For `pipeline`: the stage of each thread. One thread per stage, then
+    /// every extra thread to the stage with the highest work per thread (ties
+    /// to the earlier stage), as the real pipeline workload does.
+    pub fn pipeline_stages(&self) -> Vec<usize> {
+        let stages = self.stages.len().max(1);
+        let mut per_stage = vec![0usize; stages];
+        let mut stage_of = Vec::with_capacity(self.threads);
+        for index in 0..self.threads {
+            let stage = if index < stages {
+                index
+            } else {
+                (0..stages)
+                    .max_by(|&a, &b| {
+                        let load = |s: usize| self.stage_work(s) / per_stage[s] as f64;
+                        load(a).total_cmp(&load(b)).then(b.cmp(&a))
+                    })
+                    .unwrap_or(0)
+            };
+            per_stage[stage] += 1;
+            stage_of.push(stage);
+        }
+        stage_of
+    }
+
+    fn stage_work(&self, stage: usize) -> f64 {
+        self.stages.get(stage).copied().unwrap_or(1.0)
+    }
+
+    /// What each thread asks of a core when the program runs at the pace of
+    /// an unloaded machine, in CFS-weight units: the thread's weight for
+    /// `independent` and the barrier workloads; for `pipeline`, the share of
+    /// a core the thread needs at the bottleneck stage's pace. The load
+    /// model behind `best-static` and the makespan figures uses it.
+    pub fn demands(&self) -> Vec<f64> {
+        match self.kind {
+            WorkloadKind::Pipeline => {
+                let stage_of = self.pipeline_stages();
+                let mut per_stage = vec![0usize; self.stages.len().max(1)];
+                for &s in &stage_of {
+                    per_stage[s] += 1;
+                }
+                let per_thread = |s: usize| self.stage_work(s) / per_stage[s].max(1) as f64;
+                let bottleneck = (0..per_stage.len()).map(per_thread).fold(0.0, f64::max);
+                stage_of
+                    .iter()
+                    .map(|&s| {
+                        if bottleneck > 0.0 {
+                            per_thread(s) / bottleneck
+                        } else {
+                            1.0
+                        }
+                    })
+                    .collect()
+            }
+            _ => (0..self.threads).map(|i| self.weight(i)).collect(),
+        }
+    }
+
+    /// The program, with work sized so that it takes about `duration_s` on
+    /// `cores` idle cores of capacity 1.
+    pub fn build(&self, cores: usize) -> Program {
+        let n = self.threads;
+        let cores = cores.max(1) as f64;
+        let weights: Vec<f64> = (0..n).map(|i| self.weight(i)).collect();
+        let total_weight: f64 = weights.iter().sum();
+        let max_weight = weights.iter().copied().fold(0.0, f64::max);
+        // Work per unit of weight such that max(total / cores, largest) = duration.
+        let lower_bound_per_unit = (total_weight / cores).max(max_weight);
+        let per_unit = if lower_bound_per_unit > 0.0 {
+            self.duration_s / lower_bound_per_unit
+        } else {
+            0.0
+        };
+        let state = match self.kind {
+            WorkloadKind::Independent => {
+                let tasks = weights.iter().map(|w| Task::work(w * per_unit)).collect();
+                return Program {
+                    tasks,
+                    state: ProgramState::Independent,
+                };
+            }
+            WorkloadKind::Barrier | WorkloadKind::BarrierSpin => {
+                let rounds = (self.duration_s / ROUND_SECONDS).round().max(1.0) as u64;
+                let round_work = weights.iter().map(|w| w * per_unit / rounds as f64).collect();
+                let wait = match (self.kind, self.spin_s) {
+                    (WorkloadKind::Barrier, _) => Wait::Block,
+                    (_, Some(spin)) => Wait::Spin(spin),
+                    (_, None) => Wait::Spin(f64::INFINITY),
+                };
+                ProgramState::Barrier(BarrierState {
+                    round: 0,
+                    rounds,
+                    round_work,
+                    arrived: 0,
+                    wait,
+                })
+            }
+            WorkloadKind::Pipeline => {
+                let stage_of = self.pipeline_stages();
+                let stages = self.stages.len().max(1);
+                let mut stage_threads = vec![Vec::new(); stages];
+                for (thread, &stage) in stage_of.iter().enumerate() {
+                    stage_threads[stage].push(thread);
+                }
+                let bottleneck_work = (0..stages)
+                    .map(|s| self.stage_work(s) / stage_threads[s].len().max(1) as f64)
+                    .fold(0.0, f64::max);
+                // Scale so the bottleneck stage's item costs ITEM_SECONDS per thread.
+                let scale = if bottleneck_work > 0.0 {
+                    ITEM_SECONDS / bottleneck_work
+                } else {
+                    ITEM_SECONDS
+                };
+                let stage_work: Vec<f64> = (0..stages).map(|s| self.stage_work(s) * scale).collect();
+                let per_item: f64 = stage_work.iter().sum();
+                // Items/s with every thread on its own core, capped by the cores.
+                let pace = (0..stages)
+                    .map(|s| stage_threads[s].len() as f64 / stage_work[s].max(f64::MIN_POSITIVE))
+                    .fold(f64::INFINITY, f64::min)
+                    .min(cores / per_item.max(f64::MIN_POSITIVE));
+                let total = (pace * self.duration_s).round().max(1.0) as u64;
+                ProgramState::Pipeline(PipelineState {
+                    stage_of,
+                    stage_work,
+                    stage_threads,
+                    queue: vec![0; stages.saturating_sub(1)],
+                    capacity: self.queue_capacity.max(1),
+                    total,
+                    started: 0,
+                    finished: 0,
+                    holding: vec![false; n],
+                })
+            }
+        };
+        let mut program = Program {
+            tasks: vec![Task::idle(); n],
+            state,
+        };
+        match &program.state {
+            ProgramState::Barrier(barrier) => {
+                for (task, &work) in program.tasks.iter_mut().zip(&barrier.round_work) {
+                    *task = Task::work(work);
+                }
+            }
+            ProgramState::Pipeline(_) => {
+                let mut woken = Vec::new();
+                program.settle_pipeline(&mut woken);
+            }
+            ProgramState::Independent => {}
+        }
+        program
+    }
+}
+
+/// What a thread is doing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Activity {
+    /// Runnable, progressing on its current chunk.
+    Work,
+    /// Runnable, busy-waiting without progress; blocks at `until` (seconds)
+    /// if still waiting.
+    Spin { until: f64 },
+    /// Not runnable: sleeping in the kernel.
+    Block,
+    /// Finished: the thread has exited.
+    Done,
+}
+
+impl Activity {
+    /// Runnable threads compete for their core (spinning ones too).
+    pub fn runnable(self) -> bool {
+        matches!(self, Activity::Work | Activity::Spin { .. })
+    }
+}
+
+/// One thread's program state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Task {
+    pub activity: Activity,
+    /// Work left in the current chunk (core-seconds), meaningful in `Work`.
+    pub remaining: f64,
+}
+
+impl Task {
+    fn work(amount: f64) -> Self {
+        Task {
+            activity: if amount > WORK_EPSILON {
+                Activity::Work
+            } else {
+                Activity::Done
+            },
+            remaining: amount,
+        }
+    }
+
+    fn idle() -> Self {
+        Task {
+            activity: Activity::Block,
+            remaining: 0.0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Wait {
+    Block,
+    /// Spin for this many seconds (infinite: until released), then block.
+    Spin(f64),
+}
+
+#[derive(Clone, Debug)]
+struct BarrierState {
+    round: u64,
+    rounds: u64,
+    round_work: Vec<f64>,
+    arrived: usize,
+    wait: Wait,
+}
+
+#[derive(Clone, Debug)]
+struct PipelineState {
+    stage_of: Vec<usize>,
+    /// Work per item of each stage, core-seconds.
+    stage_work: Vec<f64>,
+    stage_threads: Vec<Vec<usize>>,
+    /// Items waiting between stage s and s+1.
+    queue: Vec<u64>,
+    capacity: u64,
+    total: u64,
+    started: u64,
+    finished: u64,
+    /// The thread holds a finished item it could not push (queue full).
+    holding: Vec<bool>,
+}
+
+#[derive(Clone, Debug)]
+enum ProgramState {
+    Independent,
+    Barrier(BarrierState),
+    Pipeline(PipelineState),
+}
+
+/// The state of every thread of the simulated program.
+#[derive(Clone, Debug)]
+pub struct Program {
+    tasks: Vec<Task>,
+    state: ProgramState,
+}
+
+impl Program {
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    /// Records `amount` core-seconds of progress on thread `index`'s chunk.
+    pub fn progress(&mut self, index: usize, amount: f64) {
+        self.tasks[index].remaining -= amount;
+    }
+
+    /// True once every thread has finished.
+    pub fn complete(&self) -> bool {
+        self.tasks.iter().all(|t| t.activity == Activity::Done)
+    }
+
+    /// Barrier rounds completed (0 for other workloads).
+    pub fn rounds_done(&self) -> u64 {
+        match &self.state {
+            ProgramState::Barrier(b) => b.round,
+            _ => 0,
+        }
+    }
+
+    /// Pipeline items that left the last stage (0 for other workloads).
+    pub fn items_done(&self) -> u64 {
+        match &self.state {
+            ProgramState::Pipeline(p) => p.finished,
+            _ => 0,
+        }
+    }
+
+    /// Applies every transition due at `now`: finished chunks and expired
+    /// spins. Threads that went from not runnable to runnable are appended
+    /// to `woken`.
+    pub fn settle(&mut self, now: f64, woken: &mut Vec<usize>) {
+        let finished: Vec<usize> = (0..self.tasks.len())
+            .filter(|&i| self.tasks[i].activity == Activity::Work && self.tasks[i].remaining <= WORK_EPSILON)
+            .collect();
+        for index in 0..self.tasks.len() {
+            if let Activity::Spin { until } = self.tasks[index].activity
+                && until <= now
+            {
+                self.tasks[index].activity = Activity::Block;
+            }
+        }
+        if finished.is_empty() {
+            return;
+        }
+        match &mut self.state {
+            ProgramState::Independent => {
+                for i in finished {
+                    self.tasks[i] = Task {
+                        activity: Activity::Done,
+                        remaining: 0.0,
+                    };
+                }
+            }
+            ProgramState::Barrier(barrier) => {
+                for &i in &finished {
+                    barrier.arrived += 1;
+                    self.tasks[i] = Task {
+                        activity: match barrier.wait {
+                            Wait::Block => Activity::Block,
+                            Wait::Spin(spin) if spin > 0.0 => Activity::Spin { until: now + spin },
+                            Wait::Spin(_) => Activity::Block,
+                        },
+                        remaining: 0.0,
+                    };
+                }
+                if barrier.arrived == self.tasks.len() {
+                    let mut arrived_now = vec![false; self.tasks.len()];
+                    finished.iter().for_each(|&i| arrived_now[i] = true);
+                    barrier.arrived = 0;
+                    barrier.round += 1;
+                    let last = barrier.round >= barrier.rounds;
+                    for (i, task) in self.tasks.iter_mut().enumerate() {
+                        // The threads arriving now were running until now.
+                        let was_blocked = task.activity == Activity::Block && !arrived_now[i];
+                        *task = if last {
+                            Task {
+                                activity: Activity::Done,
+                                remaining: 0.0,
+                            }
+                        } else {
+                            Task::work(barrier.round_work[i])
+                        };
+                        if was_blocked && task.activity.runnable() {
+                            woken.push(i);
+                        }
+                    }
+                }
+            }
+            ProgramState::Pipeline(pipe) => {
+                for &i in &finished {
+                    let stage = pipe.stage_of[i];
+                    self.tasks[i].remaining = 0.0;
+                    self.tasks[i].activity = Activity::Block;
+                    if stage + 1 == pipe.stage_work.len() {
+                        pipe.finished += 1;
+                    } else {
+                        pipe.holding[i] = true;
+                    }
+                }
+                // The finishing threads were running: they are not "woken"
+                // if they get new work at once.
+                let mut woken_here = Vec::new();
+                self.settle_pipeline(&mut woken_here);
+                woken.extend(woken_here.into_iter().filter(|i| !finished.contains(i)));
+            }
+        }
+    }
+
+    /// Moves items until nothing changes: holders push when there is room,
+    /// idle threads pop when there is an item, and threads whose input is
+    /// exhausted end.
+    fn settle_pipeline(&mut self, woken: &mut Vec<usize>) {
+        let ProgramState::Pipeline(pipe) = &mut self.state else {
+            return;
+        };
+        let last_stage = pipe.stage_work.len() - 1;
+        loop {
+            let mut changed = false;
+            for stage in 0..=last_stage {
+                for k in 0..pipe.stage_threads[stage].len() {
+                    let i = pipe.stage_threads[stage][k];
+                    let task = &mut self.tasks[i];
+                    if task.activity != Activity::Block {
+                        continue;
+                    }
+                    if pipe.holding[i] {
+                        if pipe.queue[stage] < pipe.capacity {
+                            pipe.queue[stage] += 1;
+                            pipe.holding[i] = false;
+                            changed = true;
+                        } else {
+                            continue;
+                        }
+                    }
+                    // Idle: take the next item.
+                    let got_item = if stage == 0 {
+                        if pipe.started < pipe.total {
+                            pipe.started += 1;
+                            true
+                        } else {
+                            false
+                        }
+                    } else if pipe.queue[stage - 1] > 0 {
+                        pipe.queue[stage - 1] -= 1;
+                        true
+                    } else {
+                        false
+                    };
+                    if got_item {
+                        *task = Task {
+                            activity: Activity::Work,
+                            remaining: pipe.stage_work[stage],
+                        };
+                        woken.push(i);
+                        changed = true;
+                    } else {
+                        let upstream_done = stage == 0
+                            || (pipe.queue[stage - 1] == 0
+                                && pipe.stage_threads[stage - 1]
+                                    .iter()
+                                    .all(|&j| self.tasks[j].activity == Activity::Done));
+                        let task = &mut self.tasks[i];
+                        if upstream_done {
+                            task.activity = Activity::Done;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(kind: WorkloadKind, threads: usize) -> WorkloadSpec {
+        WorkloadSpec {
+            kind,
+            threads,
+            weights: vec![1.0],
+            duration_s: 10.0,
+            spin_s: None,
+            stages: vec![2.0, 1.0, 1.0],
+            queue_capacity: 4,
+            memory_intensity: 0.0,
+        }
+    }
+
+    /// Runs every Work task to the end of its chunk, `steps` times.
+    fn finish_all_chunks(program: &mut Program, now: f64) -> Vec<usize> {
+        for i in 0..program.tasks.len() {
+            if program.tasks[i].activity == Activity::Work {
+                let left = program.tasks[i].remaining;
+                program.progress(i, left);
+            }
+        }
+        let mut woken = Vec::new();
+        program.settle(now, &mut woken);
+        woken
+    }
+
+    #[test]
+    fn independent_work_is_sized_to_the_duration() {
+        // 4 threads of weight 1 on 2 cores: total 4 units of weight, 2 per core.
+        let program = spec(WorkloadKind::Independent, 4).build(2);
+        for task in program.tasks() {
+            assert!((task.remaining - 5.0).abs() < 1e-12, "{task:?}");
+        }
+        // Weighted: the heaviest thread bounds the run when it is large.
+        let mut heavy = spec(WorkloadKind::Independent, 3);
+        heavy.weights = vec![4.0, 1.0, 1.0];
+        let program = heavy.build(3);
+        assert!((program.tasks()[0].remaining - 10.0).abs() < 1e-12);
+        assert!((program.tasks()[1].remaining - 2.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn barrier_rounds_release_everyone_only_when_the_last_arrives() {
+        let mut program = spec(WorkloadKind::Barrier, 3).build(3);
+        let rounds = 100; // 10 s / 0.1 s
+        let chunk = program.tasks()[0].remaining;
+        assert!((chunk * rounds as f64 - 10.0).abs() < 1e-9);
+        // Two threads finish their chunk: they block, nobody is woken.
+        for i in 0..2 {
+            program.progress(i, chunk);
+        }
+        let mut woken = Vec::new();
+        program.settle(0.1, &mut woken);
+        assert!(woken.is_empty());
+        assert_eq!(program.tasks()[0].activity, Activity::Block);
+        assert_eq!(program.tasks()[2].activity, Activity::Work);
+        assert_eq!(program.rounds_done(), 0);
+        // The last one arrives: the round ends, the two sleepers wake.
+        program.progress(2, chunk);
+        program.settle(0.2, &mut woken);
+        assert_eq!(woken, vec![0, 1]);
+        assert_eq!(program.rounds_done(), 1);
+        assert!(program.tasks().iter().all(|t| t.activity == Activity::Work));
+        for round in 2..=rounds {
+            finish_all_chunks(&mut program, round as f64);
+        }
+        assert!(program.complete());
+        assert_eq!(program.rounds_done(), rounds);
+    }
+
+    #[test]
+    fn spinning_waiters_stay_runnable_then_block_after_the_spin_time() {
+        let mut with_spin = spec(WorkloadKind::BarrierSpin, 2);
+        with_spin.spin_s = Some(0.5);
+        let mut program = with_spin.build(2);
+        let chunk = program.tasks()[0].remaining;
+        program.progress(0, chunk);
+        let mut woken = Vec::new();
+        program.settle(1.0, &mut woken);
+        assert_eq!(program.tasks()[0].activity, Activity::Spin { until: 1.5 });
+        assert!(program.tasks()[0].activity.runnable());
+        program.settle(1.4, &mut woken);
+        assert!(matches!(program.tasks()[0].activity, Activity::Spin { .. }));
+        program.settle(1.5, &mut woken);
+        assert_eq!(program.tasks()[0].activity, Activity::Block);
+
+        let mut program = spec(WorkloadKind::BarrierSpin, 2).build(2);
+        program.progress(0, chunk);
+        program.settle(1.0, &mut woken);
+        program.settle(1e9, &mut woken);
+        assert!(
+            matches!(program.tasks()[0].activity, Activity::Spin { .. }),
+            "spins forever"
+        );
+        // A released spinner was runnable all along: it is not "woken".
+        woken.clear();
+        program.progress(1, chunk);
+        program.settle(1e9, &mut woken);
+        assert!(woken.is_empty());
+    }
+
+    #[test]
+    fn pipeline_threads_follow_the_stage_weights() {
+        let s = spec(WorkloadKind::Pipeline, 5);
+        // stages 2,1,1: one each, then stage 0 (2/1 = 2), then stage 0 (2/2 = 1 = ties with 1 → earlier).
+        assert_eq!(s.pipeline_stages(), vec![0, 1, 2, 0, 0]);
+        let demands = s.demands();
+        // per thread: stage 0 2/3, stages 1 and 2: 1 → bottleneck 1.
+        assert!(
+            (demands[0] - 2.0 / 3.0).abs() < 1e-12 && demands[1] == 1.0,
+            "{demands:?}"
+        );
+    }
+
+    #[test]
+    fn pipeline_moves_every_item_through_every_stage_once() {
+        let mut program = spec(WorkloadKind::Pipeline, 3).build(3);
+        let ProgramState::Pipeline(pipe) = &program.state else {
+            unreachable!()
+        };
+        let total = pipe.total;
+        assert!(total > 10);
+        // Only stage 0 works at first.
+        let active: Vec<Activity> = program.tasks().iter().map(|t| t.activity).collect();
+        assert_eq!(active, vec![Activity::Work, Activity::Block, Activity::Block]);
+        let mut rounds = 0;
+        while !program.complete() {
+            finish_all_chunks(&mut program, rounds as f64);
+            rounds += 1;
+            assert!(rounds < 10 * total, "pipeline stalled");
+        }
+        assert_eq!(program.items_done(), total);
+    }
+
+    #[test]
+    fn a_full_queue_blocks_its_producer() {
+        // Stage 1 never finishes its chunk: stage 0 fills queue 0 (capacity 4) and then holds.
+        let mut program = spec(WorkloadKind::Pipeline, 3).build(3);
+        for step in 0..10 {
+            let left = program.tasks()[0].remaining;
+            if program.tasks()[0].activity == Activity::Work {
+                program.progress(0, left);
+            }
+            let mut woken = Vec::new();
+            program.settle(step as f64, &mut woken);
+        }
+        let ProgramState::Pipeline(pipe) = &program.state else {
+            unreachable!()
+        };
+        assert_eq!(pipe.queue[0], 4, "stage 1 took one item, 4 wait");
+        assert!(pipe.holding[0]);
+        assert_eq!(program.tasks()[0].activity, Activity::Block);
+        assert_eq!(program.tasks()[1].activity, Activity::Work);
+        // Stage 1 finishes its item: it pops another, which frees room for the holder.
+        let left = program.tasks()[1].remaining;
+        program.progress(1, left);
+        let mut woken = Vec::new();
+        program.settle(11.0, &mut woken);
+        assert!(woken.contains(&0), "the producer resumes: {woken:?}");
+        assert!(woken.contains(&2), "stage 2 got the item: {woken:?}");
+    }
+}

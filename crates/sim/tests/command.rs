@@ -1,0 +1,183 @@
+//! `pinlearn sim` as a command: options, errors, and reproducible output.
+
+use clap::Parser;
+use pinlearn_sim::{SimCommand, SimError};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    sim: SimCommand,
+}
+
+fn command(args: &[&str]) -> SimCommand {
+    let mut argv = vec!["sim"];
+    argv.extend_from_slice(args);
+    Cli::try_parse_from(argv).expect("valid options").sim
+}
+
+const SMALL: [&str; 10] = [
+    "--topology",
+    "node:2 core:3 pu:1",
+    "--threads",
+    "8",
+    "--duration",
+    "5",
+    "--seeds",
+    "2",
+    "--quiet",
+    "--jobs=2",
+];
+
+#[test]
+fn same_seed_gives_identical_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut outputs = Vec::new();
+    for (name, seed) in [("a.json", 1), ("b.json", 1), ("c.json", 7)] {
+        let path = dir.path().join(name);
+        let config = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&config, format!("seed = {seed}\n")).unwrap();
+        let mut args = SMALL.to_vec();
+        let path_text = path.to_str().unwrap().to_string();
+        let config_text = config.to_str().unwrap().to_string();
+        args.extend([
+            "--scenarios",
+            "B.2,D",
+            "--workload",
+            "barrier",
+            "--schedulers",
+            "os,static,best-static,learn",
+        ]);
+        args.extend(["--json", &path_text, "--config", &config_text]);
+        pinlearn_sim::run(&command(&args)).unwrap();
+        outputs.push(std::fs::read_to_string(&path).unwrap());
+    }
+    assert_eq!(outputs[0], outputs[1], "same seed, same bytes");
+    assert_ne!(outputs[0], outputs[2], "another seed changes the learner's runs");
+
+    let report: serde_json::Value = serde_json::from_str(&outputs[0]).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2 * 4 * 2, "scenarios x schedulers x seeds");
+    for run in runs {
+        for field in [
+            "scenario",
+            "scheduler",
+            "seed",
+            "completion_s",
+            "mean_speed",
+            "makespan",
+            "optimal_makespan",
+        ] {
+            assert!(run.get(field).is_some(), "{field} missing in {run}");
+        }
+        assert!(run["finished"].as_bool().unwrap(), "{run}");
+    }
+    let b2_best = runs
+        .iter()
+        .find(|r| r["scenario"] == "B.2" && r["scheduler"] == "best-static")
+        .unwrap();
+    assert_eq!(b2_best["makespan"], b2_best["optimal_makespan"]);
+    let d_run = runs.iter().find(|r| r["scenario"] == "D").unwrap();
+    assert!(d_run["makespan"].is_null(), "no makespan under time-varying load");
+}
+
+#[test]
+fn bad_names_are_one_line_bad_input_errors() {
+    for (args, needle) in [
+        (vec!["--scenarios", "A.1,Z.9"], "unknown scenario \"Z.9\""),
+        (vec!["--schedulers", "os,fastest"], "unknown scheduler \"fastest\""),
+        (vec!["--schedulers", "learn:best"], "unknown objective"),
+        (
+            vec!["--topology", "node:1 core:2 pu:1", "--scenarios", "D"],
+            "has one node",
+        ),
+        (vec!["--threads", "0"], "--threads 0"),
+        (vec!["--duration=-1"], "--duration"),
+        (vec!["--weights", "1,x"], "--weights"),
+        (vec!["--topology", "bogus:3"], "invalid synthetic topology"),
+        (vec!["--interval", "fast"], "invalid duration"),
+        (vec!["--numa-factor", "0.5"], "--numa-factor"),
+        (vec!["--plot-scenario", "C.3", "--scenarios", "A.1"], "not among"),
+    ] {
+        let err: SimError = pinlearn_sim::run(&command(&args)).expect_err(needle);
+        let text = err.to_string();
+        assert!(text.contains(needle), "{args:?}: {text}");
+        assert!(!text.contains('\n'), "{text}");
+        assert!(err.is_bad_input(), "{args:?}");
+        assert_eq!(err.exit_status(), 2);
+    }
+}
+
+#[test]
+fn the_plot_has_a_line_per_scheduler() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("speed.svg");
+    let plot_text = plot.to_str().unwrap().to_string();
+    let mut args = SMALL.to_vec();
+    args.extend(["--scenarios", "A.3,C.2", "--plot-scenario", "C.2", "--plot", &plot_text]);
+    args.extend(["--schedulers", "os,learn:own", "--metric", "heartbeat"]);
+    pinlearn_sim::run(&command(&args)).unwrap();
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.contains("C.2") && svg.contains("learn:own") && svg.contains("\nos\n"),
+        "legend and title"
+    );
+    assert!(svg.contains("heartbeat"), "the metric labels the axis");
+}
+
+#[test]
+fn an_unwritable_json_file_is_a_runtime_error() {
+    let mut args = SMALL.to_vec();
+    args.extend([
+        "--scenarios",
+        "C.1",
+        "--schedulers",
+        "os",
+        "--json",
+        "/nonexistent-dir/x.json",
+    ]);
+    let err = pinlearn_sim::run(&command(&args)).unwrap_err();
+    assert!(
+        err.to_string().starts_with("cannot write /nonexistent-dir/x.json"),
+        "{err}"
+    );
+    assert!(!err.is_bad_input());
+    assert_eq!(err.exit_status(), 1);
+}
+
+#[test]
+fn a_run_that_hits_the_horizon_is_reported_unfinished() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("runs.json");
+    let json_text = json.to_str().unwrap().to_string();
+    // Round-robin pins threads onto cores shared with a load of weight 1000:
+    // they would need ~1000 times the nominal second.
+    let args = [
+        "--topology",
+        "node:1 core:2 pu:1",
+        "--threads",
+        "2",
+        "--duration",
+        "1",
+        "--seeds",
+        "1",
+        "--quiet",
+        "--scenarios",
+        "C.2",
+        "--schedulers",
+        "static,os",
+        "--background",
+        "1000",
+        "--json",
+        &json_text,
+    ];
+    pinlearn_sim::run(&command(&args)).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    let static_run = &runs[0];
+    assert_eq!(static_run["scheduler"], "static");
+    assert_eq!(static_run["finished"], false, "{static_run}");
+    assert!(static_run["completion_s"].is_null());
+    assert_eq!(static_run["periods"], 401, "20 x 1 s at 50 ms, plus the first step");
+    // The OS moves the thread off the loaded core and finishes.
+    assert_eq!(runs[1]["finished"], true, "{}", runs[1]);
+}

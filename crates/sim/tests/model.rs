@@ -1,0 +1,431 @@
+//! The simulator's laws, checked through its public API: conservation,
+//! speeds, the workloads, the modelled OS, and the engine driving it.
+
+use pinlearn_engine::{Engine, Places, Target};
+use pinlearn_policy::{LearnConfig, LearnPolicy, Objective, OsPolicy, StaticPolicy, ThreadSample};
+use pinlearn_sim::{
+    Activity, BackgroundSchedule, LoadGame, MachineParams, SimMachine, SimMetric, WorkloadKind, WorkloadSpec,
+};
+use pinlearn_topology::{CpuSet, Topology};
+
+fn places(spec: &str) -> Places {
+    Places::new(&Topology::from_synthetic(spec).expect("valid synthetic topology"))
+}
+
+fn spec(kind: WorkloadKind, threads: usize, duration_s: f64) -> WorkloadSpec {
+    WorkloadSpec {
+        kind,
+        threads,
+        weights: vec![1.0],
+        duration_s,
+        spin_s: None,
+        stages: vec![2.0, 1.0, 1.0],
+        queue_capacity: 64,
+        memory_intensity: 0.0,
+    }
+}
+
+fn exact(metric: SimMetric) -> MachineParams {
+    MachineParams {
+        noise: 0.0,
+        metric,
+        ..MachineParams::default()
+    }
+}
+
+fn observe(machine: &mut SimMachine) -> Vec<ThreadSample> {
+    let mut samples = Vec::new();
+    machine
+        .observe(&mut samples)
+        .expect("the simulator never fails to observe");
+    samples
+}
+
+/// Pins thread `index` (key index + 1) to core place `place`.
+fn pin(machine: &mut SimMachine, index: usize, place: usize) {
+    assert!(machine.place(index as u64 + 1, place, &CpuSet::new()).unwrap());
+}
+
+fn close(a: f64, b: f64, tolerance: f64) -> bool {
+    (a - b).abs() <= tolerance * b.abs().max(1.0)
+}
+
+#[test]
+fn no_core_gives_more_than_its_capacity_in_any_step() {
+    let places = places("node:2 core:2 pu:1");
+    let mut workload = spec(WorkloadKind::BarrierSpin, 7, 1.0);
+    workload.weights = vec![1.0, 2.0, 1.0, 3.0, 1.0, 1.0, 2.0];
+    workload.spin_s = Some(0.005);
+    workload.memory_intensity = 0.5;
+    let background = BackgroundSchedule::new(vec![
+        (0.0, vec![0.0, 2.0, 0.0, 0.0]),
+        (0.3, vec![1.0, 0.0, 0.5, 3.0]),
+        (0.9, vec![0.0; 4]),
+    ]);
+    let mut machine = SimMachine::new(&places, &workload, background, MachineParams::default(), 3);
+    let capacity = vec![1.0, 0.5, 1.0, 2.0];
+    machine.set_capacities(capacity.clone());
+    let mut engine = Engine::new(Box::new(OsPolicy::new(places.layout.clone())), places, 1, None);
+    let step = 0.001;
+    let mut given_before = [0.0; 4];
+    let mut k = 0u32;
+    while machine.completion().is_none() && k < 5000 {
+        if k.is_multiple_of(50) {
+            let now = machine.now();
+            engine.step(&mut machine, now).unwrap();
+            for sample in machine.last_samples() {
+                if let Some(speed) = sample.speed {
+                    assert!(speed <= 2.0 + 1e-9, "a cpu speed above the fastest core: {speed}");
+                }
+            }
+        }
+        let before = machine.now();
+        k += 1;
+        machine.advance_to(f64::from(k) * step);
+        let elapsed = machine.now() - before;
+        let (app, background) = machine.cpu_given();
+        for core in 0..4 {
+            let given = app[core] + background[core];
+            let delta = given - given_before[core];
+            assert!(
+                delta <= capacity[core] * elapsed * (1.0 + 1e-9) + 1e-12,
+                "core {core} gave {delta} in {elapsed} s with capacity {}",
+                capacity[core]
+            );
+            given_before[core] = given;
+        }
+    }
+    assert!(machine.completion().is_some(), "the program finishes");
+    assert!(machine.totals().balancer_moves > 0, "the OS model had work to do");
+}
+
+#[test]
+fn speeds_fall_when_load_rises() {
+    let places = places("node:1 core:2 pu:1");
+    // No load until 1 s, a background program of weight 1 on core 0 from 1 s.
+    let background = BackgroundSchedule::new(vec![(0.0, vec![0.0, 0.0]), (1.0, vec![1.0, 0.0])]);
+    for metric in [SimMetric::Cpu, SimMetric::Heartbeat, SimMetric::Instructions] {
+        let workload = spec(WorkloadKind::Independent, 2, 100.0);
+        let mut machine = SimMachine::new(&places, &workload, background.clone(), exact(metric), 1);
+        observe(&mut machine);
+        pin(&mut machine, 0, 0);
+        pin(&mut machine, 1, 1);
+        let mut speeds = Vec::new();
+        // Alone, then with the background (from 1 s), then with the other thread too.
+        for (settle, measure) in [(0.5, 0.9), (1.5, 1.9), (2.5, 2.9)] {
+            if settle > 2.0 {
+                pin(&mut machine, 1, 0);
+            }
+            machine.advance_to(settle);
+            observe(&mut machine);
+            machine.advance_to(measure);
+            speeds.push(observe(&mut machine)[0].speed.unwrap());
+        }
+        assert!(close(speeds[0], 1.0, 1e-9), "{metric:?}: alone {speeds:?}");
+        assert!(
+            close(speeds[1], 0.5, 1e-9),
+            "{metric:?}: with a load of weight 1 {speeds:?}"
+        );
+        assert!(
+            close(speeds[2], 1.0 / 3.0, 1e-9),
+            "{metric:?}: plus a thread {speeds:?}"
+        );
+    }
+}
+
+#[test]
+fn work_is_conserved_and_measured_progress_adds_up_to_it() {
+    let places = places("node:2 core:2 pu:1");
+    let mut workload = spec(WorkloadKind::Independent, 6, 2.0);
+    workload.weights = vec![1.0, 2.0, 1.5];
+    workload.memory_intensity = 0.8;
+    let total_work: f64 = workload.build(4).tasks().iter().map(|t| t.remaining).sum();
+    let mut machine = SimMachine::new(
+        &places,
+        &workload,
+        // Node 0 heavily loaded: the OS moves threads to node 1, away from their memory.
+        BackgroundSchedule::new(vec![(0.0, vec![3.0, 3.0, 0.0, 0.0])]),
+        exact(SimMetric::Heartbeat),
+        9,
+    );
+    let mut engine = Engine::new(Box::new(OsPolicy::new(places.layout.clone())), places, 4, None);
+    let period = 0.05;
+    let mut measured = 0.0;
+    let mut k = 0u32;
+    loop {
+        engine.step(&mut machine, f64::from(k) * period).unwrap();
+        // Heartbeat speeds are work per second over the period just ended.
+        measured += machine.last_samples().iter().filter_map(|s| s.speed).sum::<f64>() * period;
+        k += 1;
+        machine.advance_to(f64::from(k) * period);
+        if machine.completion().is_some() {
+            break;
+        }
+    }
+    let done = machine.totals().work;
+    assert!(close(done, total_work, 1e-9), "work done {done} vs given {total_work}");
+    // The last partial period is never observed: at most one period of every thread is missing.
+    assert!(
+        measured <= done + 1e-9 && measured >= done - 6.0 * period,
+        "measured {measured} done {done}"
+    );
+    let (app, _) = machine.cpu_given();
+    let cpu: f64 = app.iter().sum();
+    assert!(
+        cpu >= done - 1e-9,
+        "CPU given {cpu} covers the work {done} (remote memory and migrations cost extra)"
+    );
+    assert!(
+        machine.totals().node_migrations > 0 && cpu > done + 1e-6,
+        "the OS moved threads across nodes and remote memory cost CPU"
+    );
+}
+
+#[test]
+fn barrier_rounds_wait_for_the_slowest_thread() {
+    let places = places("node:1 core:2 pu:1");
+    let workload = spec(WorkloadKind::Barrier, 2, 2.0);
+    // Core 0 is shared with a background program of weight 1: its thread runs at half speed.
+    let background = BackgroundSchedule::new(vec![(0.0, vec![1.0, 0.0])]);
+    let mut machine = SimMachine::new(&places, &workload, background, exact(SimMetric::Cpu), 1);
+    observe(&mut machine);
+    pin(&mut machine, 0, 0);
+    pin(&mut machine, 1, 1);
+    machine.advance_to(1.0);
+    let cpu = observe(&mut machine);
+    // 20 rounds of 0.1 core-seconds; each round lasts 0.2 s because of thread 0.
+    assert_eq!(machine.program().rounds_done(), 5);
+    assert!(close(cpu[0].speed.unwrap(), 0.5, 1e-9), "{cpu:?}");
+    assert!(
+        close(cpu[1].speed.unwrap(), 1.0, 1e-9),
+        "the fast thread blocks at the barrier: it runs all the time it is runnable {cpu:?}"
+    );
+    machine.advance_to(10.0);
+    assert!(
+        close(machine.completion().unwrap(), 4.0, 1e-9),
+        "{:?}",
+        machine.completion()
+    );
+    assert_eq!(machine.program().rounds_done(), 20);
+}
+
+#[test]
+fn spinning_consumes_cpu_without_progress() {
+    // Two threads on two cores, each core shared with background load: the
+    // thread of core 1 (weight-3 load) is the slow one; the other waits.
+    let places = places("node:1 core:2 pu:1");
+    let background = BackgroundSchedule::new(vec![(0.0, vec![1.0, 3.0])]);
+    let mut results = Vec::new();
+    for kind in [WorkloadKind::Barrier, WorkloadKind::BarrierSpin] {
+        let mut by_metric = Vec::new();
+        for metric in [SimMetric::Heartbeat, SimMetric::Instructions] {
+            let workload = spec(kind, 2, 1.0);
+            let mut machine = SimMachine::new(&places, &workload, background.clone(), exact(metric), 1);
+            observe(&mut machine);
+            pin(&mut machine, 0, 0);
+            pin(&mut machine, 1, 1);
+            machine.advance_to(1.0);
+            let speed = observe(&mut machine)[0].speed.unwrap();
+            machine.advance_to(100.0);
+            let (app, background_cpu) = machine.cpu_given();
+            by_metric.push((
+                speed,
+                app[0],
+                background_cpu[0],
+                machine.completion().unwrap(),
+                machine.totals().work,
+            ));
+        }
+        results.push(by_metric);
+    }
+    let (block, spin) = (&results[0], &results[1]);
+    // Same completion and the same work: spinning made no progress.
+    assert!(close(block[0].3, spin[0].3, 1e-9) && close(block[0].4, spin[0].4, 1e-9));
+    assert!(
+        close(block[0].0, spin[0].0, 1e-9),
+        "same progress rate: {block:?} {spin:?}"
+    );
+    // Blocking, the background gets core 0 while thread 0 waits; spinning, it keeps half.
+    assert!(
+        spin[0].1 > 1.9 * block[0].1,
+        "the spinner took CPU: {spin:?} vs {block:?}"
+    );
+    assert!(spin[0].2 < block[0].2, "from the background program");
+    // Instructions count the spin as speed: half a core all along, while the
+    // heartbeat only counts the work; without spinning both agree.
+    assert!(close(spin[1].0, 0.5, 1e-9), "instructions {}", spin[1].0);
+    assert!(spin[0].0 < 0.35, "heartbeat {}", spin[0].0);
+    assert!(close(block[1].0, block[0].0, 1e-9), "{block:?}");
+}
+
+#[test]
+fn pipeline_throughput_is_the_slowest_stage() {
+    for (stages, threads) in [(vec![2.0, 1.0, 1.0], 3), (vec![3.0, 1.0], 5)] {
+        let places = places("node:1 core:6 pu:1");
+        let mut workload = spec(WorkloadKind::Pipeline, threads, 4.0);
+        workload.stages = stages.clone();
+        let stage_of = workload.pipeline_stages();
+        let mut machine = SimMachine::new(
+            &places,
+            &workload,
+            BackgroundSchedule::idle(6),
+            exact(SimMetric::Cpu),
+            1,
+        );
+        let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None);
+        engine.step(&mut machine, 0.0).unwrap();
+        machine.advance_to(1000.0);
+        let completion = machine.completion().unwrap();
+        let items = machine.program().items_done() as f64;
+        // Per-thread time per item of each stage, scaled so the bottleneck's is 25 ms.
+        let per_thread: Vec<f64> = (0..stages.len())
+            .map(|s| stages[s] / stage_of.iter().filter(|&&t| t == s).count() as f64)
+            .collect();
+        let scale = 0.025 / per_thread.iter().copied().fold(0.0, f64::max);
+        // One item's trip through every stage: the pipeline's fill and drain.
+        let latency: f64 = stages.iter().map(|w| w * scale).sum();
+        assert!(
+            completion >= items * 0.025 - 1e-9 && completion <= items * 0.025 + latency + 1e-9,
+            "{stages:?}: {items} items in {completion} s"
+        );
+        assert!(close(items, 160.0, 1e-9), "4 s at 40 items/s: {items}");
+    }
+}
+
+#[test]
+fn the_os_model_spreads_equal_threads_evenly() {
+    let places = places("node:1 core:4 pu:1");
+    let node = places.layout.node_place(0);
+    let workload = spec(WorkloadKind::Independent, 8, 100.0);
+    let mut machine = SimMachine::new(
+        &places,
+        &workload,
+        BackgroundSchedule::idle(4),
+        exact(SimMetric::Cpu),
+        2,
+    );
+    for thread in 0..8 {
+        pin(&mut machine, thread, 0);
+    }
+    machine.advance_to(0.2);
+    assert!(machine.thread_cores().iter().all(|&c| c == 0));
+    for thread in 0..8 {
+        pin(&mut machine, thread, node);
+    }
+    machine.advance_to(1.0);
+    let mut per_core = [0; 4];
+    machine.thread_cores().iter().for_each(|&c| per_core[c] += 1);
+    assert_eq!(per_core, [2, 2, 2, 2], "balanced");
+    let moves = machine.totals().balancer_moves;
+    machine.advance_to(3.0);
+    assert_eq!(machine.totals().balancer_moves, moves, "and then it leaves them alone");
+}
+
+#[test]
+fn the_os_model_ignores_memory_placement() {
+    let places = places("node:2 core:1 pu:1");
+    let whole = places.layout.whole();
+    let mut workload = spec(WorkloadKind::Independent, 2, 100.0);
+    workload.memory_intensity = 1.0;
+    let mut machine = SimMachine::new(
+        &places,
+        &workload,
+        BackgroundSchedule::idle(2),
+        exact(SimMetric::Heartbeat),
+        4,
+    );
+    observe(&mut machine);
+    // Both threads start on node 0 and touch their memory there.
+    pin(&mut machine, 0, 0);
+    pin(&mut machine, 1, 0);
+    machine.advance_to(0.5);
+    assert_eq!((machine.memory_node(0), machine.memory_node(1)), (Some(0), Some(0)));
+    pin(&mut machine, 0, whole);
+    pin(&mut machine, 1, whole);
+    machine.advance_to(1.0);
+    observe(&mut machine);
+    let cores = machine.thread_cores();
+    assert_ne!(
+        cores[0], cores[1],
+        "the balancer split them across the nodes: {cores:?}"
+    );
+    machine.advance_to(2.0);
+    let speeds: Vec<f64> = observe(&mut machine).iter().map(|s| s.speed.unwrap()).collect();
+    let remote = (0..2).find(|&t| machine.node_of(cores[t]) == 1).unwrap();
+    assert_eq!(machine.memory_node(remote), Some(0), "its memory stayed on node 0");
+    // numa_factor 2, memory intensity 1: half speed on the remote node.
+    assert!(close(speeds[remote], 0.5, 1e-9), "{speeds:?}");
+    assert!(close(speeds[1 - remote], 1.0, 1e-9), "{speeds:?}");
+}
+
+#[test]
+fn best_static_completes_at_the_optimal_makespan() {
+    use pinlearn_sim::{Experiment, Scheduler};
+    let topology = Topology::from_synthetic("node:1 core:3 pu:1").unwrap();
+    let mut workload = spec(WorkloadKind::Independent, 6, 30.0);
+    workload.weights = vec![3.0, 3.0, 2.0, 2.0, 1.0, 1.0];
+    let experiment = Experiment {
+        topology,
+        workload,
+        params: exact(SimMetric::Cpu),
+        settings: pinlearn_engine::Settings::default(),
+        background_weight: 2.0,
+    };
+    let prepared = experiment.prepare("C.1".parse().unwrap()).unwrap();
+    assert!(prepared.optimum.exact);
+    assert_eq!(prepared.optimum.makespan, 4.0, "3+1 | 3+1 | 2+2");
+    let best = experiment.run(&prepared, Scheduler::BestStatic, 1).unwrap().record;
+    let round_robin = experiment.run(&prepared, Scheduler::Static, 1).unwrap().record;
+    // Work per unit of weight: 30 s / max(12/3, 3) = 7.5 s; the optimum finishes at 4 × 7.5.
+    assert!(close(best.completion_s.unwrap(), 30.0, 1e-9), "{best:?}");
+    assert_eq!(best.makespan, Some(4.0));
+    assert_eq!(best.nash, Some(true));
+    // Round robin: 3+2 | 3+1 | 2+1.
+    assert_eq!(round_robin.makespan, Some(5.0), "{round_robin:?}");
+    assert!(close(round_robin.completion_s.unwrap(), 37.5, 1e-9), "{round_robin:?}");
+}
+
+/// Paper 000 Prop. 5.2 in the simulator: with u_i = w_i / load (objective
+/// `own`, the cpu metric, CFS weights w_i), the learned assignment settles on
+/// a Nash equilibrium whose makespan is within 2m/(m+1) of the optimum.
+#[test]
+fn learning_own_speed_ends_at_a_nash_equilibrium_within_the_bound() {
+    let places = places("node:1 core:3 pu:1");
+    let mut workload = spec(WorkloadKind::Independent, 6, 1e6);
+    workload.weights = vec![3.0, 2.0, 2.0, 1.0, 1.0, 1.0];
+    let game = LoadGame::identical(workload.demands(), 3);
+    let optimum = game.optimum();
+    for seed in 1..=4 {
+        let mut machine = SimMachine::new(
+            &places,
+            &workload,
+            BackgroundSchedule::idle(3),
+            MachineParams::default(),
+            seed,
+        );
+        let cfg = LearnConfig {
+            objective: Objective::Own,
+            ..LearnConfig::default()
+        };
+        let policy = LearnPolicy::new(places.layout.clone(), cfg, seed);
+        let mut engine = Engine::new(Box::new(policy), places.clone(), 40, None);
+        let mut history = Vec::new();
+        for k in 0..3000u32 {
+            engine.step(&mut machine, f64::from(k) * 0.05).unwrap();
+            history.push(machine.thread_cores());
+            machine.advance_to(f64::from(k + 1) * 0.05);
+        }
+        assert!(machine.program().tasks().iter().all(|t| t.activity != Activity::Done));
+        let last = &history[history.len() - 40..];
+        let modal: Vec<usize> = (0..6)
+            .map(|t| {
+                (0..3)
+                    .max_by_key(|&c| last.iter().filter(|a| a[t] == c).count())
+                    .unwrap()
+            })
+            .collect();
+        assert!(game.is_nash(&modal), "seed {seed}: {modal:?} is not an equilibrium");
+        let ratio = game.makespan(&modal) / optimum.makespan;
+        assert!(ratio <= game.anarchy_bound() + 1e-9, "seed {seed}: ratio {ratio}");
+    }
+}
