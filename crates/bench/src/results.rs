@@ -388,7 +388,7 @@ pub fn write_plots(
             }
             let path = plot_path(prefix, workload, Some(scenario));
             let title = format!("{workload} {scenario}: running-average speed per thread (median run)");
-            speed_plot(&path, &title, &series)?;
+            speed_plot(&path, &title, pinlearn_report::Axes::default(), &series)?;
             written.push(path);
         }
     }

@@ -12,23 +12,31 @@ use std::sync::Mutex;
 /// workload would be the other's interference.
 static MACHINE: Mutex<()> = Mutex::new(());
 
-#[test]
-fn threads_leave_the_cpu_a_hog_occupies() {
-    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+/// The first two CPUs this test may use, with a program in another session
+/// keeping the first one busy; `None` (the test is skipped, and says so)
+/// where fewer than 2 CPUs are allowed.
+fn hog_on_the_first_of_two_cpus() -> Option<(usize, usize, Guard)> {
     let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
     if allowed.len() < 2 {
         eprintln!("skipped: needs 2 CPUs, this test may use {allowed}");
-        return;
+        return None;
     }
     let mut cpus = allowed.iter();
-    let (loaded, free) = (cpus.next().unwrap(), cpus.next().unwrap());
-    let _hog = Guard(
-        pinlearn()
-            .args(["load", "--setsid", "--cpus", &loaded.to_string()])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the hog"),
-    );
+    let (first, second) = (cpus.next()?, cpus.next()?);
+    let hog = pinlearn()
+        .args(["load", "--setsid", "--cpus", &first.to_string()])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the hog");
+    Some((first, second, Guard(hog)))
+}
+
+#[test]
+fn threads_leave_the_cpu_a_hog_occupies() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((loaded, free, _hog)) = hog_on_the_first_of_two_cpus() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.csv");
     let pair = format!("{loaded},{free}");
@@ -84,20 +92,9 @@ fn threads_leave_the_cpu_a_hog_occupies() {
 #[test]
 fn the_numa_level_moves_threads_between_nodes_made_of_real_cpus() {
     let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
-    if allowed.len() < 2 {
-        eprintln!("skipped: needs 2 CPUs, this test may use {allowed}");
+    let Some((first, second, _hog)) = hog_on_the_first_of_two_cpus() else {
         return;
-    }
-    let mut cpus = allowed.iter();
-    let (first, second) = (cpus.next().unwrap(), cpus.next().unwrap());
-    let _hog = Guard(
-        pinlearn()
-            .args(["load", "--setsid", "--cpus", &first.to_string()])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the hog"),
-    );
+    };
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.csv");
     let config = dir.path().join("numa.toml");

@@ -19,7 +19,7 @@ mod plot;
 mod stats;
 mod table;
 
-pub use plot::{bar_plot, speed_plot};
+pub use plot::{Axes, bar_plot, speed_plot};
 pub use stats::{Stats, stats};
 pub use table::Table;
 

@@ -32,20 +32,46 @@ fn draw_error(path: &Path, e: impl std::fmt::Display) -> ReportError {
     }
 }
 
+/// At most this many points are drawn per line (long runs are thinned evenly).
+const LINE_POINTS: usize = 1500;
+
+/// The axis descriptions of a speed plot.
+#[derive(Clone, Copy, Debug)]
+pub struct Axes<'a> {
+    pub x: &'a str,
+    pub y: &'a str,
+}
+
+impl Default for Axes<'_> {
+    fn default() -> Self {
+        Axes {
+            x: "time (s)",
+            y: "running-average speed per thread",
+        }
+    }
+}
+
 /// Draws speed over time, one line per series (e.g. the running-average
 /// speed of a workload's threads under each scheduler), into an SVG file.
 /// Points with non-finite coordinates are skipped; series left without
-/// points get no line but keep their legend entry.
-pub fn speed_plot(path: &Path, title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<(), ReportError> {
+/// points get no line but keep their legend entry; long series are thinned
+/// to at most 1500 points.
+pub fn speed_plot(
+    path: &Path,
+    title: &str,
+    axes: Axes<'_>,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<(), ReportError> {
     let finite: Vec<(&str, Vec<(f64, f64)>)> = series
         .iter()
         .map(|(name, points)| {
-            let kept = points
+            let kept: Vec<(f64, f64)> = points
                 .iter()
                 .copied()
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
                 .collect();
-            (name.as_str(), kept)
+            let stride = kept.len().div_ceil(LINE_POINTS).max(1);
+            (name.as_str(), kept.into_iter().step_by(stride).collect())
         })
         .collect();
     let all = finite.iter().flat_map(|(_, p)| p.iter());
@@ -70,8 +96,8 @@ pub fn speed_plot(path: &Path, title: &str, series: &[(String, Vec<(f64, f64)>)]
         .map_err(|e| draw_error(path, e))?;
     chart
         .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc("running-average speed per thread")
+        .x_desc(axes.x)
+        .y_desc(axes.y)
         .draw()
         .map_err(|e| draw_error(path, e))?;
     for (i, (name, points)) in finite.into_iter().enumerate() {
@@ -195,7 +221,7 @@ mod tests {
             ),
             ("static".to_string(), vec![(0.0, 0.3), (1.2, 0.35)]),
         ];
-        speed_plot(&path, "aco C.2", &series).expect("plot written");
+        speed_plot(&path, "aco C.2", Axes::default(), &series).expect("plot written");
         let svg = std::fs::read_to_string(&path).expect("svg readable");
         assert!(svg.contains("<svg"), "not an SVG: {svg:.200}");
         assert!(svg.trim_end().ends_with("</svg>"));
@@ -218,7 +244,7 @@ mod tests {
     fn speed_plot_without_points_is_an_error_naming_the_file() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("empty.svg");
-        let err = speed_plot(&path, "t", &[("os".into(), vec![])]).expect_err("no data");
+        let err = speed_plot(&path, "t", Axes::default(), &[("os".into(), vec![])]).expect_err("no data");
         assert!(err.to_string().contains("empty.svg"), "{err}");
     }
 

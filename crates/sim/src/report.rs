@@ -8,18 +8,14 @@
 //!                                as the papers' Diff.), mean speed, makespan / optimum
 //!               ──table──────► aligned text
 //!               ──JsonReport─► {"model": ..., "runs": [records]}   (--json)
-//!   series per scheduler ──plot──► SVG line chart (--plot, plotters SVG backend)
+//!   series per scheduler ──plot──► SVG line chart (--plot, pinlearn-report)
 //! ```
 
 use std::path::Path;
 
-use plotters::prelude::*;
 use serde::Serialize;
 
 use crate::experiment::RunRecord;
-
-/// A plot is drawn from at most this many points per line.
-const PLOT_POINTS: usize = 1500;
 
 /// One line of the printed table.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -138,59 +134,13 @@ pub fn table(rows: &[SummaryRow], metric: &str) -> String {
     text
 }
 
-/// Draws the running-average speed of every scheduler over time.
+/// Draws the running-average speed of every scheduler over simulated time.
 pub fn plot(path: &Path, title: &str, y_label: &str, lines: &[(String, Vec<(f64, f64)>)]) -> Result<(), String> {
-    let thin = |points: &[(f64, f64)]| -> Vec<(f64, f64)> {
-        let stride = points.len().div_ceil(PLOT_POINTS).max(1);
-        points.iter().step_by(stride).copied().collect()
+    let axes = pinlearn_report::Axes {
+        x: "simulated time (s)",
+        y: y_label,
     };
-    let lines: Vec<(String, Vec<(f64, f64)>)> = lines.iter().map(|(name, pts)| (name.clone(), thin(pts))).collect();
-    let x_max = lines
-        .iter()
-        .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
-        .fold(0.0, f64::max)
-        .max(1e-3);
-    let y_max = lines
-        .iter()
-        .flat_map(|(_, pts)| pts.iter().map(|p| p.1))
-        .filter(|y| y.is_finite())
-        .fold(0.0, f64::max)
-        .max(1e-3)
-        * 1.1;
-
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
-    let error = |e: &dyn std::fmt::Display| e.to_string();
-    root.fill(&WHITE).map_err(|e| error(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
-        .map_err(|e| error(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("simulated time (s)")
-        .y_desc(y_label)
-        .draw()
-        .map_err(|e| error(&e))?;
-    for (index, (name, points)) in lines.iter().enumerate() {
-        let color = Palette99::pick(index).to_rgba();
-        chart
-            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
-            .map_err(|e| error(&e))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| error(&e))?;
-    root.present().map_err(|e| error(&e))?;
-    Ok(())
+    pinlearn_report::speed_plot(path, title, axes, lines).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
