@@ -45,6 +45,7 @@ fn live_step(c: &mut Criterion) {
             children,
             only: None,
             exclude: Vec::new(),
+            stacks: None,
         };
         let mut target = LiveProcess::new(scope, Metric::Cpu, places.cpus.clone(), 0.05);
         let mut t = 0.0;

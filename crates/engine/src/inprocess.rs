@@ -12,11 +12,11 @@
 //! application's business: nothing is installed here.
 
 use crate::EngineError;
-use crate::live::{Scope, get_affinity};
+use crate::live::{Scope, ThreadStacks, get_affinity};
 use crate::session::{Request, Session};
 use crate::supervise::{Stop, Summary, cpu_time, drive};
 use pinlearn_topology::Topology;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -34,12 +34,18 @@ pub enum Registration {
 #[derive(Clone, Debug)]
 pub struct Registrar {
     registered: Arc<Mutex<HashSet<u32>>>,
+    stacks: ThreadStacks,
 }
 
 impl Registrar {
-    /// Puts the calling thread under the manager.
+    /// Puts the calling thread under the manager, and remembers its stack
+    /// so memory binding can move it (`mbind`) to the thread's node.
     pub fn register_current_thread(&self) {
-        self.register(nix::unistd::gettid().as_raw() as u32);
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        if let Some(stack) = crate::live::current_thread_stack() {
+            self.stacks.lock().unwrap_or_else(|p| p.into_inner()).insert(tid, stack);
+        }
+        self.register(tid);
     }
 
     /// Puts thread `tid` of this process under the manager.
@@ -52,6 +58,7 @@ impl Registrar {
 pub struct Manager {
     stop: Arc<(Mutex<bool>, Condvar)>,
     registered: Arc<Mutex<HashSet<u32>>>,
+    stacks: ThreadStacks,
     worker: JoinHandle<Result<Summary, EngineError>>,
 }
 
@@ -66,7 +73,9 @@ impl Manager {
         let mut engine = session.engine()?;
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let registered = Arc::new(Mutex::new(HashSet::new()));
+        let stacks = Arc::new(Mutex::new(HashMap::new()));
         let only = (registration == Registration::Explicit).then(|| registered.clone());
+        let thread_stacks = stacks.clone();
         let flag = stop.clone();
         let worker = std::thread::Builder::new()
             .name("pinlearn".into())
@@ -77,6 +86,7 @@ impl Manager {
                     children: false,
                     only,
                     exclude: vec![me],
+                    stacks: Some(thread_stacks),
                 };
                 let mut target = session.live_target(scope);
                 let cpu0 = cpu_time(true);
@@ -103,6 +113,7 @@ impl Manager {
         Ok(Manager {
             stop,
             registered,
+            stacks,
             worker,
         })
     }
@@ -116,6 +127,7 @@ impl Manager {
     pub fn registrar(&self) -> Registrar {
         Registrar {
             registered: self.registered.clone(),
+            stacks: self.stacks.clone(),
         }
     }
 

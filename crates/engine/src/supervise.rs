@@ -238,6 +238,7 @@ pub fn attach(session: &Session, pid: u32, duration: Option<Duration>) -> Result
         children: session.settings.children,
         only: None,
         exclude: Vec::new(),
+        stacks: None,
     };
     let mut target = session.live_target(scope);
     let cpu0 = cpu_time(false);
@@ -308,6 +309,7 @@ pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) 
         children: session.settings.children,
         only: None,
         exclude: Vec::new(),
+        stacks: None,
     };
     let mut target = session.live_target(scope);
     let cpu0 = cpu_time(false);

@@ -41,6 +41,7 @@ fn heartbeat_speeds_follow_reported_progress_not_cpu_time() {
         children: false,
         only: Some(tids.clone()),
         exclude: vec![],
+        stacks: None,
     };
     let mut target = LiveProcess::new(scope, Metric::Heartbeat, cpus, 0.1);
     let mut samples: Vec<ThreadSample> = Vec::new();

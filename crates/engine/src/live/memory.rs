@@ -1,7 +1,9 @@
-//! migrate_pages(2): move every page of a process to one NUMA node.
+//! Moving memory to a NUMA node: a whole process from outside, a thread's
+//! stack from inside.
 //!
 //! ```text
 //!   migrate_process(pid, all memory nodes, to) ─► migrate_pages(pid, maxnode, old = all but `to`, new = {to})
+//!   bind_range(stack, to)  (in-process only)    ─► mbind(stack, MPOL_PREFERRED {to}, MPOL_MF_MOVE)
 //! ```
 //!
 //! Pages that cannot move (shared, locked) stay where they are; the kernel
@@ -44,6 +46,53 @@ pub fn migrate_process(pid: u32, nodes: &[u32], to: u32) -> io::Result<()> {
     }
 }
 
+const MPOL_PREFERRED: libc::c_ulong = 1;
+const MPOL_MF_MOVE: libc::c_ulong = 1 << 1;
+
+/// Binds the pages of `[start, start + len)` in this process to node `to`
+/// (preferred, so allocation still succeeds when the node is full) and moves
+/// the pages already there.
+pub fn bind_range(start: usize, len: usize, to: u32) -> io::Result<()> {
+    let words = to as usize / WORD_BITS + 1;
+    let nodes = mask([to].into_iter(), words);
+    let maxnode = words * WORD_BITS + 1;
+    // SAFETY: mbind only changes the policy of this process's own mapping; the
+    // mask is valid for maxnode - 1 bits.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            start as libc::c_ulong,
+            len as libc::c_ulong,
+            MPOL_PREFERRED,
+            nodes.as_ptr(),
+            maxnode as libc::c_ulong,
+            MPOL_MF_MOVE,
+        )
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The calling thread's stack as (start, length), page aligned.
+pub fn current_thread_stack() -> Option<(usize, usize)> {
+    // SAFETY: the attribute object is initialised by pthread_getattr_np and
+    // destroyed once; the out-pointers are valid locals.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        ok.then_some((addr as usize, size))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +101,17 @@ mod tests {
     fn masks_set_one_bit_per_node() {
         assert_eq!(mask([0, 3].into_iter(), 1), vec![0b1001]);
         assert_eq!(mask([64].into_iter(), 2), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_thread_stack_can_be_bound_to_node_0() {
+        let handle = std::thread::spawn(|| {
+            let (start, len) = current_thread_stack().expect("own stack");
+            let here = &start as *const usize as usize;
+            assert!(here >= start && here < start + len, "a local lies in the stack");
+            bind_range(start, len, 0)
+        });
+        handle.join().unwrap().expect("mbind of the stack to node 0");
     }
 
     #[test]

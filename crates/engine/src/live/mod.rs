@@ -20,6 +20,7 @@ mod memory;
 mod probe;
 
 pub use affinity::{Affinity, get_affinity, set_affinity};
+pub use memory::current_thread_stack;
 pub use probe::{instructions_supported, resolve_metric};
 
 use crate::EngineError;
@@ -43,6 +44,9 @@ use std::time::Instant;
 /// Per-period fading of the peak heartbeat rate speeds are relative to.
 const BEAT_PEAK_FADE: f64 = 0.99;
 
+/// In-process: each registered thread's stack as (start, length), by tid.
+pub type ThreadStacks = Arc<Mutex<HashMap<u32, (usize, usize)>>>;
+
 /// Which threads of the machine belong to the target.
 #[derive(Clone, Debug)]
 pub struct Scope {
@@ -54,6 +58,9 @@ pub struct Scope {
     pub only: Option<Arc<Mutex<HashSet<u32>>>>,
     /// Tids never supervised (the in-process manager's own thread).
     pub exclude: Vec<u32>,
+    /// In-process: the stack (start, length) of each registered thread,
+    /// which memory binding moves to the node with `mbind`.
+    pub stacks: Option<ThreadStacks>,
 }
 
 struct LiveThread {
@@ -394,6 +401,20 @@ impl Target for LiveProcess {
             return Ok(false);
         };
         let Some(&to) = nodes.get(node) else { return Ok(false) };
+        if let Some(stacks) = &self.scope.stacks {
+            // In-process (the papers' mode): bind the threads' stacks to the
+            // node, so their new stack pages are placed there too.
+            let stacks: Vec<(usize, usize)> = stacks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .copied()
+                .collect();
+            for (start, len) in stacks {
+                memory::bind_range(start, len, to)
+                    .map_err(|e| EngineError::io(format!("cannot bind a thread stack to node {to}"), e))?;
+            }
+        }
         match memory::migrate_process(pid, nodes, to) {
             Ok(()) => Ok(true),
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
