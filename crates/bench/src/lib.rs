@@ -71,6 +71,9 @@ pub struct BenchCommand {
     /// Only use these CPUs (list syntax such as 0-3,8), within the bench's own
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// A `pinlearn run --config` file for every managed run (the learner's tunables)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
     /// Session of the background load: own (another user's job: Linux's autogroup
     /// shares CPU between it and the workload as groups) or same (thread by thread)
     #[arg(long, value_enum, default_value_t = LoadSession::Own)]
@@ -230,6 +233,10 @@ impl Plan {
             }
             None => None,
         };
+        if let Some(path) = &cmd.config {
+            pinlearn_engine::Settings::from_toml_file(path)
+                .map_err(|e| BenchError::BadInput(format!("--config: {e}")))?;
+        }
         let topology = match &restricted {
             Some(cpus) => machine
                 .restrict(cpus)
@@ -245,6 +252,7 @@ impl Plan {
             first_half: union(&first),
             second_half: union(&second),
             own_session: cmd.load_session == LoadSession::Own,
+            config: cmd.config.clone(),
         };
         let setup = Setup {
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),

@@ -50,6 +50,8 @@ pub struct Runner {
     pub second_half: CpuSet,
     /// Start the load in its own session (`pinlearn load --setsid`).
     pub own_session: bool,
+    /// `--config` handed to every `pinlearn run` (the learner's tunables).
+    pub config: Option<PathBuf>,
 }
 
 /// How the workload's threads are placed.
@@ -126,6 +128,9 @@ impl Runner {
                 }
                 if let Some(trace) = &spec.trace {
                     command.arg("--trace").arg(trace);
+                }
+                if let Some(config) = &self.config {
+                    command.arg("--config").arg(config);
                 }
                 command.arg("--").arg(&self.exe).args(&work_args);
             }

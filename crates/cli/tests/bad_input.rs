@@ -74,6 +74,28 @@ fn bad_inputs_to_run_exit_2_without_starting_the_program() {
 }
 
 #[test]
+fn bad_inputs_to_bench_and_sim_exit_2_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_config = dir.path().join("bad.toml");
+    std::fs::write(&bad_config, "[learn]\nobjective = \"fastest\"\n").unwrap();
+    let bad_config = bad_config.to_str().unwrap();
+    for (args, needle) in [
+        (vec!["bench", "--config", bad_config, "--workload", "aco"], "fastest"),
+        (
+            vec!["bench", "--config", "/nonexistent/pinlearn.toml"],
+            "cannot read config",
+        ),
+        (vec!["bench", "--workload", "quake"], "quake"),
+        (vec!["bench", "--scenarios", "Z.9"], "Z.9"),
+        (vec!["sim", "--scenarios", "Z.9"], "Z.9"),
+        (vec!["sim", "--topology", "node:x"], "node:x"),
+    ] {
+        let out = run(&args);
+        assert_rejected(&out, needle);
+    }
+}
+
+#[test]
 fn attaching_to_a_process_of_another_user_is_refused_with_eperm() {
     use std::os::unix::process::CommandExt;
     if !nix::unistd::Uid::effective().is_root() {
