@@ -51,7 +51,7 @@ fn tiny_matrix_json_schema_interleaving_and_statistics() {
         "--workload",
         "aco",
         "--workload-args",
-        "--iterations 1500 --ants 8",
+        "--iterations 4000 --ants 8",
         "--scenarios",
         "C.1,C.2",
         "--schedulers",
@@ -125,7 +125,7 @@ fn tiny_matrix_json_schema_interleaving_and_statistics() {
     assert!(markdown.contains("## aco"), "{markdown}");
     assert!(markdown.contains("| C.2 | static | 2 |"), "{markdown}");
     assert!(
-        markdown.contains("`pinlearn work aco --iterations 1500 --ants 8`"),
+        markdown.contains("`pinlearn work aco --iterations 4000 --ants 8`"),
         "{markdown}"
     );
 }
@@ -140,7 +140,7 @@ fn best_static_searches_pins_and_plots() {
         "--workload",
         "aco",
         "--workload-args",
-        "--iterations 600 --ants 8",
+        "--iterations 6000 --ants 8",
         "--scenarios",
         "C.2",
         "--schedulers",

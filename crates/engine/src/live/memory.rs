@@ -21,29 +21,38 @@ fn mask(nodes: impl Iterator<Item = u32>, words: usize) -> Vec<u64> {
     mask
 }
 
-/// Moves the pages of process `pid` on any of `nodes` to node `to`.
-pub fn migrate_process(pid: u32, nodes: &[u32], to: u32) -> io::Result<()> {
-    let highest = nodes.iter().copied().chain([to]).max().unwrap_or(0) as usize;
-    let words = highest / WORD_BITS + 1;
-    let old = mask(nodes.iter().copied().filter(|&n| n != to), words);
-    let new = mask([to].into_iter(), words);
-    // The kernel reads maxnode - 1 bits.
-    let maxnode = words * WORD_BITS + 1;
-    // SAFETY: both masks are valid for `words` u64 words, which covers maxnode - 1 bits.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_migrate_pages,
-            pid as libc::pid_t,
-            maxnode as libc::c_ulong,
-            old.as_ptr(),
-            new.as_ptr(),
-        )
-    };
+/// Mask words needed for nodes up to `highest`, and the matching `maxnode`
+/// argument (the kernel reads maxnode - 1 bits).
+fn mask_size(highest: u32) -> (usize, libc::c_ulong) {
+    let words = highest as usize / WORD_BITS + 1;
+    (words, (words * WORD_BITS + 1) as libc::c_ulong)
+}
+
+/// A syscall's return value as a result.
+fn checked(ret: libc::c_long) -> io::Result<()> {
     if ret < 0 {
         Err(io::Error::last_os_error())
     } else {
         Ok(())
     }
+}
+
+/// Moves the pages of process `pid` on any of `nodes` to node `to`.
+pub fn migrate_process(pid: u32, nodes: &[u32], to: u32) -> io::Result<()> {
+    let (words, maxnode) = mask_size(nodes.iter().copied().chain([to]).max().unwrap_or(0));
+    let old = mask(nodes.iter().copied().filter(|&n| n != to), words);
+    let new = mask([to].into_iter(), words);
+    // SAFETY: both masks are valid for `words` u64 words, which covers maxnode - 1 bits.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_migrate_pages,
+            pid as libc::pid_t,
+            maxnode,
+            old.as_ptr(),
+            new.as_ptr(),
+        )
+    };
+    checked(ret)
 }
 
 const MPOL_PREFERRED: libc::c_ulong = 1;
@@ -53,9 +62,8 @@ const MPOL_MF_MOVE: libc::c_ulong = 1 << 1;
 /// (preferred, so allocation still succeeds when the node is full) and moves
 /// the pages already there.
 pub fn bind_range(start: usize, len: usize, to: u32) -> io::Result<()> {
-    let words = to as usize / WORD_BITS + 1;
+    let (words, maxnode) = mask_size(to);
     let nodes = mask([to].into_iter(), words);
-    let maxnode = words * WORD_BITS + 1;
     // SAFETY: mbind only changes the policy of this process's own mapping; the
     // mask is valid for maxnode - 1 bits.
     let ret = unsafe {
@@ -65,15 +73,11 @@ pub fn bind_range(start: usize, len: usize, to: u32) -> io::Result<()> {
             len as libc::c_ulong,
             MPOL_PREFERRED,
             nodes.as_ptr(),
-            maxnode as libc::c_ulong,
+            maxnode,
             MPOL_MF_MOVE,
         )
     };
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    checked(ret)
 }
 
 /// The calling thread's stack as (start, length), page aligned.
