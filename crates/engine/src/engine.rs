@@ -23,7 +23,7 @@ use crate::target::{Target, ThreadInfo};
 use crate::trace::Trace;
 use pinlearn_policy::{PeriodInput, Policy, ThreadKey, ThreadSample};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// What the engine learned about one thread over the run.
 #[derive(Clone, Debug, Serialize)]
@@ -135,10 +135,6 @@ impl Engine {
         self.policy.name()
     }
 
-    pub fn places(&self) -> &Places {
-        &self.places
-    }
-
     /// One core-level period: observe, decide, re-pin what changed, record.
     pub fn step(&mut self, target: &mut dyn Target, time_s: f64) -> Result<(), EngineError> {
         self.samples.clear();
@@ -231,16 +227,6 @@ impl Engine {
     /// Re-pins made so far.
     pub fn repins(&self) -> u64 {
         self.repins
-    }
-
-    /// Live threads' current places, by key (for demos and tests).
-    pub fn current_places(&self) -> HashMap<ThreadKey, Option<usize>> {
-        let live: std::collections::HashSet<ThreadKey> = self.samples.iter().map(|s| s.key).collect();
-        self.threads
-            .iter()
-            .filter(|(k, _)| live.contains(k))
-            .map(|(k, r)| (*k, r.place))
-            .collect()
     }
 
     /// Per-thread summaries in key order.

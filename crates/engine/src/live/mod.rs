@@ -137,11 +137,6 @@ impl LiveProcess {
         self.affinity.restore_all()
     }
 
-    /// Threads currently supervised.
-    pub fn thread_count(&self) -> usize {
-        self.threads.len()
-    }
-
     /// Every live (pid, tid) of the scope, found through /proc.
     fn discover(&mut self) -> Vec<(u32, u32)> {
         let mut found = Vec::new();
