@@ -474,6 +474,7 @@ impl Plan {
                             0.0
                         },
                         repins: measured.repins,
+                        os_share: measured.os_share,
                         assignment,
                     });
                     trace_paths.push(trace);

@@ -41,6 +41,8 @@ pub struct RunRecord {
     /// 100 x manager_cpu_s / workload_cpu_s.
     pub manager_cpu_pct: f64,
     pub repins: Option<u64>,
+    /// learn: share of the periods the do-no-harm guard left to the OS.
+    pub os_share: Option<f64>,
     /// best-static: threads per core of each thread class.
     pub assignment: Option<String>,
 }
@@ -68,6 +70,8 @@ pub struct SummaryRecord {
     pub workload_cpu_s: f64,
     /// 100 x total manager CPU / total workload CPU.
     pub manager_cpu_pct: f64,
+    /// learn: mean share of the periods the guard left to the OS.
+    pub os_share: Option<f64>,
 }
 
 /// A calibration run: the workload alone (no manager, no load).
@@ -144,6 +148,7 @@ pub fn summarise(runs: &[RunRecord]) -> Vec<SummaryRecord> {
             let walls: Vec<f64> = group.iter().map(|r| r.wall_s).collect();
             let time = stats(&walls)?;
             let speeds: Vec<f64> = group.iter().filter_map(|r| r.mean_speed).collect();
+            let os_shares: Vec<f64> = group.iter().filter_map(|r| r.os_share).collect();
             let n = group.len() as f64;
             let manager: f64 = group.iter().map(|r| r.manager_cpu_s).sum();
             let workload: f64 = group.iter().map(|r| r.workload_cpu_s).sum();
@@ -163,6 +168,7 @@ pub fn summarise(runs: &[RunRecord]) -> Vec<SummaryRecord> {
                 manager_cpu_s: manager / n,
                 workload_cpu_s: workload / n,
                 manager_cpu_pct: percent(manager, workload),
+                os_share: stats(&os_shares).map(|s| s.mean),
             })
         })
         .collect();
@@ -219,6 +225,7 @@ pub fn workload_table(summaries: &[SummaryRecord], workload: &str) -> Table {
                 speed,
                 diff,
                 format!("{:.2}%", s.manager_cpu_pct),
+                s.os_share.map_or("—".to_string(), |v| format!("{:.0}%", 100.0 * v)),
             ]
         })
         .collect();
@@ -233,6 +240,7 @@ pub fn workload_table(summaries: &[SummaryRecord], workload: &str) -> Table {
             "mean speed",
             "vs os",
             "manager CPU",
+            "OS-placed",
         ]
         .map(String::from)
         .to_vec(),
@@ -466,6 +474,7 @@ mod tests {
             workload_cpu_s: 2.0,
             manager_cpu_pct: 0.5,
             repins: None,
+            os_share: None,
             assignment: None,
         }
     }
@@ -502,16 +511,21 @@ mod tests {
 
     #[test]
     fn the_table_has_one_row_per_summary_with_the_papers_columns() {
-        let runs = vec![
+        let mut runs = vec![
             run("C.2", "os", 0, 4.0, Some(0.5)),
             run("C.2", "learn", 0, 3.0, Some(0.9)),
+            run("C.2", "learn", 1, 3.0, Some(0.9)),
         ];
+        runs[1].os_share = Some(0.2);
+        runs[2].os_share = Some(0.3);
         let table = workload_table(&summarise(&runs), "aco");
-        assert_eq!(table.headers.len(), 9);
+        assert_eq!(table.headers.len(), 10);
         assert_eq!(table.rows.len(), 2);
         assert_eq!(table.rows[0][7], "—");
         assert_eq!(table.rows[1][7], "-25.0%");
         assert_eq!(table.rows[1][6], "0.900");
+        assert_eq!(table.rows[0][9], "—", "os has no guard");
+        assert_eq!(table.rows[1][9], "25%", "mean of the runs' OS shares");
         assert!(workload_table(&summarise(&runs), "stream").rows.is_empty());
     }
 

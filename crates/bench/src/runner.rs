@@ -90,6 +90,8 @@ pub struct Measured {
     pub workload_cpu_s: f64,
     /// Re-pins pinlearn made (managed runs only).
     pub repins: Option<u64>,
+    /// Share of the periods the learner's guard left to the OS (learn only).
+    pub os_share: Option<f64>,
     /// The worker threads' names (unmanaged runs only).
     pub worker_names: Vec<String>,
 }
@@ -218,6 +220,7 @@ impl Runner {
                     manager_cpu_s: watched.cpu.as_secs_f64(),
                     workload_cpu_s: tree_cpu,
                     repins: None,
+                    os_share: None,
                     worker_names: watched.names,
                 })
             }
@@ -260,6 +263,7 @@ fn read_summary(summary: &Value, wall_s: f64, tree_cpu: f64) -> Result<Measured,
         manager_cpu_s,
         workload_cpu_s: (tree_cpu - manager_cpu_s).max(0.0),
         repins: summary.get("repins").and_then(Value::as_u64),
+        os_share: summary.pointer("/guard/os_share").and_then(Value::as_f64),
         // The summary keeps the name a thread had when first seen, which
         // may be from before it named itself: names come from the watcher.
         worker_names: Vec::new(),

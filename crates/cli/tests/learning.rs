@@ -1,6 +1,9 @@
 //! Learning on the real machine: with another session's CPU hog on one CPU,
-//! a multi-threaded program supervised by `pinlearn run` ends with fewer of
-//! its threads on the loaded CPU than on the free one (read from the trace).
+//! the papers' learner (round-robin start, no guard) ends with fewer of a
+//! program's threads on the loaded CPU than on the free one (read from the
+//! trace); the NUMA level moves threads between "nodes" made of real CPUs;
+//! and the do-no-harm guard hands a pipeline back to Linux when pinning it
+//! measures worse.
 
 mod common;
 
@@ -11,6 +14,10 @@ use std::sync::Mutex;
 /// These tests measure the machine: one at a time, or each one's load and
 /// workload would be the other's interference.
 static MACHINE: Mutex<()> = Mutex::new(());
+
+/// The papers' learner: threads start round-robin, no guard windows.
+const PAPERS_LEARNER: &str =
+    "[learn]\nstart = \"round-robin\"\n[learn.pla]\ninit_focus = 0.5\n[learn.guard]\nenabled = false\n";
 
 /// The first two CPUs this test may use, with a program in another session
 /// keeping the first one busy; `None` (the test is skipped, and says so)
@@ -39,11 +46,15 @@ fn threads_leave_the_cpu_a_hog_occupies() {
     };
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.csv");
+    let config = dir.path().join("papers.toml");
+    std::fs::write(&config, PAPERS_LEARNER).unwrap();
     let pair = format!("{loaded},{free}");
     let exe = env!("CARGO_BIN_EXE_pinlearn");
     let out = run(&[
         "run",
         "--quiet",
+        "--config",
+        config.to_str().unwrap(),
         "--objective",
         "own",
         "--seed",
@@ -99,7 +110,7 @@ fn the_numa_level_moves_threads_between_nodes_made_of_real_cpus() {
     let trace = dir.path().join("trace.csv");
     let config = dir.path().join("numa.toml");
     // Experiment often so that migrations happen within a short test.
-    std::fs::write(&config, "[learn.numa]\nzeta = 0.5\n").unwrap();
+    std::fs::write(&config, format!("{PAPERS_LEARNER}[learn.numa]\nzeta = 0.5\n")).unwrap();
     let exe = env!("CARGO_BIN_EXE_pinlearn");
     let map = format!("{first},{second}");
     let out = run(&[
@@ -148,5 +159,58 @@ fn the_numa_level_moves_threads_between_nodes_made_of_real_cpus() {
     assert!(
         places.values().any(|seen| seen.contains(&a) && seen.contains(&b)),
         "no node migration: {places:?}"
+    );
+}
+
+#[test]
+fn the_guard_hands_a_pipeline_back_to_linux() {
+    // Five threads of a pipeline with blocking queues on two CPUs: Linux's
+    // work-conserving balancing beats any pinning (static pinning took
+    // 1.7x as long here). Started round-robin, the learner pins; the guard
+    // measures the OS's windows better and leaves most of the run to it.
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
+    if allowed.len() < 2 {
+        eprintln!("skipped: needs 2 CPUs, this test may use {allowed}");
+        return;
+    }
+    let pair: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rr.toml");
+    std::fs::write(&config, "[learn]\nstart = \"round-robin\"\n").unwrap();
+    let exe = env!("CARGO_BIN_EXE_pinlearn");
+    let out = run(&[
+        "run",
+        "--json",
+        "--config",
+        config.to_str().unwrap(),
+        "--cpus",
+        &pair.join(","),
+        "--",
+        exe,
+        "work",
+        "pipeline",
+        "--stages",
+        "3,1,1",
+        "--items",
+        "600000",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = serde_json::Deserializer::from_str(&stdout)
+        .into_iter::<serde_json::Value>()
+        .filter_map(Result::ok)
+        .find(|v| v.get("policy").is_some())
+        .unwrap_or_else(|| panic!("no summary in {stdout}"));
+    let os_share = summary
+        .pointer("/guard/os_share")
+        .and_then(|v| v.as_f64())
+        .expect("guard in summary");
+    let switches = summary.pointer("/guard/switches").and_then(|v| v.as_u64()).unwrap();
+    assert!(switches >= 1, "the OS never took over: {summary}");
+    assert!(
+        os_share > 0.5,
+        "the OS placed the threads in only {os_share} of the periods: {summary}"
     );
 }

@@ -87,6 +87,7 @@ fn decide(c: &mut Criterion) {
                         time_s: period as f64 * 0.05,
                         threads: &samples,
                         numa_tick: period.is_multiple_of(40),
+                        progress: None,
                     })
                 })
             },

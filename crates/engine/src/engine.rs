@@ -3,6 +3,7 @@
 //! ```text
 //!   step(target, time_s):
 //!     target.observe ──► samples (sorted by thread key, speed per thread)
+//!                        + target.progress (the application's rate, if known)
 //!           │
 //!           ▼
 //!     policy.decide(PeriodInput { samples, numa_tick: period % numa_every == 0 })
@@ -131,6 +132,11 @@ impl Engine {
         self.memory_moves
     }
 
+    /// What the policy's do-no-harm guard did, if it has one.
+    pub fn guard_stats(&self) -> Option<pinlearn_policy::GuardStats> {
+        self.policy.guard_stats()
+    }
+
     pub fn policy_name(&self) -> String {
         self.policy.name()
     }
@@ -150,6 +156,7 @@ impl Engine {
             time_s,
             threads: &self.samples,
             numa_tick,
+            progress: target.progress(),
         };
         let decision = self.policy.decide(&input);
         assert_eq!(

@@ -35,6 +35,6 @@ pub use error::EngineError;
 pub use inprocess::{Manager, Registrar, Registration};
 pub use places::Places;
 pub use session::{Request, Session};
-pub use supervise::{Stop, Summary};
+pub use supervise::{GuardSummary, Stop, Summary};
 pub use target::{Target, ThreadInfo};
 pub use trace::Trace;

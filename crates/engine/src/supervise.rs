@@ -51,10 +51,22 @@ pub struct Summary {
     pub manager_cpu_pct: f64,
     /// Why supervision ended: `target-exited`, `duration`, `signal SIGINT`, `stopped`.
     pub ended_by: String,
+    /// The learner's do-no-harm guard: periods it left to the OS, switches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guard: Option<GuardSummary>,
     /// The program's exit status (`run` only; 128+N if killed by signal N).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     pub threads: Vec<ThreadSummary>,
+}
+
+/// What the do-no-harm guard did over a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct GuardSummary {
+    /// Share of the periods in which the OS placed the threads (its windows).
+    pub os_share: f64,
+    /// How often the better-measuring side changed.
+    pub switches: u64,
 }
 
 impl Summary {
@@ -68,6 +80,13 @@ impl Summary {
             "threads seen {}, re-pins {}, manager CPU {:.3} s ({:.2}% of one core), ended by {}\n",
             self.threads_seen, self.repins, self.manager_cpu_s, self.manager_cpu_pct, self.ended_by
         );
+        if let Some(guard) = &self.guard {
+            out += &format!(
+                "guard: the OS placed the threads in {:.0}% of the periods, {} switches of the better side\n",
+                100.0 * guard.os_share,
+                guard.switches
+            );
+        }
         let shown = 32;
         out += &format!(
             "  {:>8} {:>8} {:<16} {:>7} {:>10} {:>12} {:>7}  {}\n",
@@ -203,6 +222,10 @@ pub(crate) fn summary(session: &Session, engine: &Engine, stop: Stop, wall: Dura
         manager_cpu_s: cpu.as_secs_f64(),
         manager_cpu_pct: 100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9),
         ended_by: stop.describe(),
+        guard: engine.guard_stats().map(|g| GuardSummary {
+            os_share: g.os_periods as f64 / (g.os_periods + g.learn_periods).max(1) as f64,
+            switches: g.switches,
+        }),
         exit_code: None,
         threads,
     }

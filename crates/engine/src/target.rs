@@ -41,6 +41,14 @@ pub trait Target {
     /// Who the thread is.
     fn info(&self, key: ThreadKey) -> ThreadInfo;
 
+    /// The application's total progress rate over the period the last
+    /// `observe` measured, in a unit fixed for the run (see
+    /// [`pinlearn_policy::PeriodInput::progress`]); `None`: the policy uses
+    /// the sum of the threads' speeds.
+    fn progress(&self) -> Option<f64> {
+        None
+    }
+
     /// Moves the memory of process `pid` to layout node `node` (memory
     /// binding). `Ok(false)` when there is nothing to do (the process ended,
     /// or the target has no memory placement).

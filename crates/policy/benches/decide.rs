@@ -23,6 +23,7 @@ fn decide(c: &mut Criterion) {
                 time_s: period as f64 * 0.05,
                 threads: &samples,
                 numa_tick: false,
+                progress: None,
             };
             period += 1;
             policy.decide(&input)

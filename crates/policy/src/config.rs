@@ -6,6 +6,7 @@
 //!   reset_on_exit = true           →  LearnConfig::reset_on_exit
 //!   [pla]  step = 0.1 ...          →  LearnConfig::pla   (PlaConfig)
 //!   [numa] eta = 1.25 ...          →  LearnConfig::numa  (AspirationConfig)
+//!   [guard] window = 6 ...         →  LearnConfig::guard (GuardConfig)
 //!            │
 //!            └─► validate() ─► Ok, or ConfigError listing every bad key
 //! ```
@@ -18,6 +19,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::aspiration::AspirationConfig;
+use crate::guard::GuardConfig;
 use crate::objective::Objective;
 use crate::pla::PlaConfig;
 
@@ -26,9 +28,10 @@ use crate::pla::PlaConfig;
 #[serde(rename_all = "kebab-case")]
 pub enum Start {
     /// On the thread's round-robin core (papers 000, 003).
-    #[default]
     RoundRobin,
-    /// On the thread's whole node: the OS balances until learning pins.
+    /// On the thread's whole node: the OS balances until learning pins
+    /// (the default: where Linux is already right, nothing changes).
+    #[default]
     Os,
 }
 
@@ -42,6 +45,8 @@ pub struct LearnConfig {
     pub pla: PlaConfig,
     /// NUMA-level aspiration learning.
     pub numa: AspirationConfig,
+    /// The do-no-harm guard: compares the learner with the OS while running.
+    pub guard: GuardConfig,
     /// Re-assign every thread round-robin when one ends (paper 003 §3.1).
     pub reset_on_exit: bool,
     /// Where a new thread starts: on its round-robin core (the papers), or
@@ -70,8 +75,9 @@ impl Default for LearnConfig {
             objective: Objective::Own,
             pla: PlaConfig::default(),
             numa: AspirationConfig::default(),
+            guard: GuardConfig::default(),
             reset_on_exit: true,
-            start: Start::RoundRobin,
+            start: Start::Os,
             numa_level: true,
             core_level: true,
         }
@@ -115,7 +121,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 11] = [
+        let checks: [(&'static str, f64, bool, &'static str); 15] = [
             ("pla.step", self.pla.step, open_closed(self.pla.step), "in (0, 1]"),
             (
                 "pla.lambda",
@@ -155,6 +161,30 @@ impl LearnConfig {
                 self.numa.period_s,
                 self.numa.period_s > 0.0 && self.numa.period_s.is_finite(),
                 "a finite number of seconds > 0",
+            ),
+            (
+                "guard.window",
+                f64::from(self.guard.window),
+                self.guard.window >= 2,
+                "an integer >= 2 (periods)",
+            ),
+            (
+                "guard.margin",
+                self.guard.margin,
+                (0.0..1.0).contains(&self.guard.margin),
+                "in [0, 1)",
+            ),
+            (
+                "guard.probe_cost",
+                self.guard.probe_cost,
+                self.guard.probe_cost > 0.0 && self.guard.probe_cost < 1.0,
+                "in (0, 1)",
+            ),
+            (
+                "guard.max_gap",
+                f64::from(self.guard.max_gap),
+                self.guard.max_gap >= 1,
+                "an integer >= 1 (windows)",
             ),
             (
                 "objective",

@@ -22,6 +22,10 @@
 //!     │
 //!     └─4─ place_i = fresh ? pla.current() : pla.choose(rng)
 //!            ─► Decision { place, utility = u }
+//!
+//!   before 2: guard.next(progress) says whose window this is (guard.rs);
+//!   in an Os window every thread gets the whole machine and nothing is
+//!   learned; the first learner period after one keeps the last places.
 //! ```
 //!
 //! "Fresh" threads (new, just reset, just migrated) take their assigned place
@@ -35,6 +39,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState};
 use crate::config::{LearnConfig, Start};
+use crate::guard::{Arm, Guard, GuardStats};
 use crate::layout::Layout;
 use crate::objective::sanitise_speed;
 use crate::pla::Pla;
@@ -57,6 +62,11 @@ pub struct LearnPolicy {
     round_robin: u64,
     /// Live threads, sorted by key.
     threads: Vec<LearnThread>,
+    /// Chooses, window by window, between the learner's places and the OS.
+    guard: Guard,
+    /// The last period was the OS's: its speeds say nothing about the
+    /// learner's places.
+    after_os: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -91,7 +101,14 @@ impl LearnPolicy {
             node_actions,
             round_robin: 0,
             threads: Vec::new(),
+            guard: Guard::new(cfg.guard),
+            after_os: false,
         }
+    }
+
+    /// The guard's view: which arm is champion and how the periods went.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
     }
 
     pub fn layout(&self) -> &Layout {
@@ -238,10 +255,31 @@ impl Policy for LearnPolicy {
         format!("learn:{}", self.cfg.objective)
     }
 
+    fn guard_stats(&self) -> Option<GuardStats> {
+        self.cfg.guard.enabled.then(|| self.guard.stats())
+    }
+
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
         self.reconcile(input);
 
-        let speeds: Vec<Option<f64>> = input.threads.iter().map(|t| t.speed).collect();
+        let progress = input.progress.or_else(|| {
+            let speeds = input.threads.iter().filter_map(|t| sanitise_speed(t.speed));
+            Some(speeds.sum::<f64>()).filter(|_| input.threads.iter().any(|t| t.speed.is_some()))
+        });
+        if self.guard.next(progress) == Arm::Os {
+            // The OS's window: nothing is learned from it, and the first
+            // learner period after it keeps every thread's last place.
+            self.after_os = true;
+            return Decision {
+                place: vec![self.layout.whole(); self.threads.len()],
+                utility: vec![f64::NAN; self.threads.len()],
+            };
+        }
+        let speeds: Vec<Option<f64>> = if std::mem::take(&mut self.after_os) {
+            vec![None; input.threads.len()]
+        } else {
+            input.threads.iter().map(|t| t.speed).collect()
+        };
         let utility = self.cfg.objective.utilities(&speeds);
         for (thread, &u) in self.threads.iter_mut().zip(&utility) {
             if !thread.fresh {
@@ -288,6 +326,19 @@ impl Policy for LearnPolicy {
 mod tests {
     use super::*;
     use crate::aspiration::{AspirationConfig, AspirationLevels};
+    use crate::guard::GuardConfig;
+
+    /// The papers' learner alone: round-robin start, no guard windows.
+    fn papers() -> LearnConfig {
+        LearnConfig {
+            guard: GuardConfig {
+                enabled: false,
+                ..GuardConfig::default()
+            },
+            start: Start::RoundRobin,
+            ..LearnConfig::default()
+        }
+    }
     use crate::objective::Objective;
     use crate::{PlaceKind, ThreadSample};
 
@@ -301,6 +352,7 @@ mod tests {
             time_s: period as f64 * 0.05,
             threads,
             numa_tick,
+            progress: None,
         }
     }
 
@@ -308,21 +360,18 @@ mod tests {
     fn name_carries_the_objective() {
         let cfg = LearnConfig {
             objective: Objective::Balanced { gamma: 1.0 },
-            ..LearnConfig::default()
+            ..papers()
         };
         assert_eq!(
             LearnPolicy::new(Layout::uniform(1, 2), cfg, 0).name(),
             "learn:balanced:1"
         );
-        assert_eq!(
-            LearnPolicy::new(Layout::uniform(1, 2), LearnConfig::default(), 0).name(),
-            "learn:own"
-        );
+        assert_eq!(LearnPolicy::new(Layout::uniform(1, 2), papers(), 0).name(), "learn:own");
     }
 
     #[test]
     fn empty_thread_lists_are_fine() {
-        let mut policy = LearnPolicy::new(Layout::uniform(2, 2), LearnConfig::default(), 1);
+        let mut policy = LearnPolicy::new(Layout::uniform(2, 2), papers(), 1);
         for period in 0..3 {
             assert_eq!(policy.decide(&input(period, &[], true)), Decision::default());
         }
@@ -331,7 +380,7 @@ mod tests {
     #[test]
     fn new_threads_start_round_robin_with_actions_of_their_node() {
         let layout = Layout::uniform(2, 2); // node 0: cores 0 1, node place 2; node 1: 3 4, 5; machine 6
-        let mut policy = LearnPolicy::new(layout, LearnConfig::default(), 1);
+        let mut policy = LearnPolicy::new(layout, papers(), 1);
         let threads = samples(&[1, 2, 3, 4, 5], None);
         let decision = policy.decide(&input(0, &threads, false));
         assert_eq!(decision.place, vec![0, 1, 3, 4, 0]);
@@ -355,7 +404,7 @@ mod tests {
     #[test]
     fn an_ended_thread_resets_everyone_round_robin() {
         let layout = Layout::uniform(1, 3);
-        let mut policy = LearnPolicy::new(layout, LearnConfig::default(), 5);
+        let mut policy = LearnPolicy::new(layout, papers(), 5);
         let all = samples(&[10, 20, 30, 40], Some(1.0));
         for period in 0..200 {
             policy.decide(&input(period, &all, false));
@@ -382,7 +431,7 @@ mod tests {
     fn without_reset_an_ended_thread_changes_nobody() {
         let cfg = LearnConfig {
             reset_on_exit: false,
-            ..LearnConfig::default()
+            ..papers()
         };
         let mut policy = LearnPolicy::new(Layout::uniform(1, 3), cfg, 5);
         let all = samples(&[10, 20, 30], Some(1.0));
@@ -399,7 +448,7 @@ mod tests {
 
     #[test]
     fn one_core_and_silent_threads_are_handled() {
-        let mut policy = LearnPolicy::new(Layout::uniform(1, 1), LearnConfig::default(), 3);
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 1), papers(), 3);
         let threads = vec![
             ThreadSample { key: 1, speed: None },
             ThreadSample {
@@ -421,11 +470,15 @@ mod tests {
         // Node 0 is slow for its threads, node 1 has no thread: with zeta = 1
         // someone tries node 1 on the first tick after being measured.
         let cfg = LearnConfig {
+            guard: GuardConfig {
+                enabled: false,
+                ..GuardConfig::default()
+            },
             numa: AspirationConfig {
                 zeta: 1.0,
                 ..AspirationConfig::default()
             },
-            ..LearnConfig::default()
+            ..papers()
         };
         let layout = Layout::new(&[vec![1, 1, 1], vec![1, 1]]); // node 0: 0 1 2 | 3; node 1: 4 5 | 6
         let mut policy = LearnPolicy::new(layout, cfg, 8);
@@ -471,6 +524,10 @@ mod tests {
     fn a_thread_without_a_measurement_keeps_its_place() {
         let layout = Layout::uniform(1, 4);
         let cfg = LearnConfig {
+            guard: GuardConfig {
+                enabled: false,
+                ..GuardConfig::default()
+            },
             pla: crate::PlaConfig {
                 lambda: 0.5,
                 ..Default::default()
@@ -505,8 +562,12 @@ mod tests {
     fn without_the_core_level_every_thread_gets_its_whole_node() {
         let layout = Layout::uniform(2, 3);
         let cfg = LearnConfig {
+            guard: GuardConfig {
+                enabled: false,
+                ..GuardConfig::default()
+            },
             core_level: false,
-            ..LearnConfig::default()
+            ..papers()
         };
         let mut policy = LearnPolicy::new(layout.clone(), cfg, 5);
         let keys = [1, 2, 3, 4];
@@ -527,12 +588,16 @@ mod tests {
     fn without_the_numa_level_no_thread_changes_node() {
         let layout = Layout::uniform(2, 2);
         let cfg = LearnConfig {
+            guard: GuardConfig {
+                enabled: false,
+                ..GuardConfig::default()
+            },
             numa_level: false,
             numa: AspirationConfig {
                 zeta: 1.0,
                 ..AspirationConfig::default()
             },
-            ..LearnConfig::default()
+            ..papers()
         };
         let mut policy = LearnPolicy::new(layout.clone(), cfg, 5);
         let keys = [1, 2, 3];
@@ -560,7 +625,7 @@ mod tests {
                 zeta: 1.0,
                 ..AspirationConfig::default()
             },
-            ..LearnConfig::default()
+            ..papers()
         };
         let mut policy = LearnPolicy::new(Layout::uniform(1, 2), cfg, 8);
         let threads = samples(&[1, 2], Some(0.3));
@@ -573,7 +638,7 @@ mod tests {
     #[test]
     fn node_place_is_an_action() {
         let layout = Layout::uniform(2, 2);
-        let policy = LearnPolicy::new(layout.clone(), LearnConfig::default(), 0);
+        let policy = LearnPolicy::new(layout.clone(), papers(), 0);
         for (node, actions) in policy.node_actions.iter().enumerate() {
             let last = *actions.last().unwrap();
             assert_eq!(layout.places()[last].kind, PlaceKind::Node);

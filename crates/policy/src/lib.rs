@@ -19,6 +19,7 @@
 
 mod aspiration;
 mod config;
+mod guard;
 mod layout;
 mod learn;
 mod objective;
@@ -30,6 +31,7 @@ pub use aspiration::{
     move_intent,
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Start};
+pub use guard::{Arm, Guard, GuardConfig, GuardStats};
 pub use layout::{Layout, PlaceKind, PlaceSpec};
 pub use learn::LearnPolicy;
 pub use objective::{Objective, ParseObjectiveError};
@@ -63,6 +65,11 @@ pub struct PeriodInput<'a> {
     pub threads: &'a [ThreadSample],
     /// True when a NUMA-level period (T_NUMA) also ends with this period.
     pub numa_tick: bool,
+    /// The application's total progress rate over the period, in a unit
+    /// fixed for the whole run (heartbeats/s, instructions/s, CPUs' worth of
+    /// run time), when the target measures one; the learner's guard compares
+    /// it between its windows and falls back on the sum of the speeds.
+    pub progress: Option<f64>,
 }
 
 /// A policy's answer for one period, aligned with `PeriodInput::threads`.
@@ -81,4 +88,9 @@ pub trait Policy: Send {
     fn name(&self) -> String;
     /// Decide where every live thread runs during the next period.
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision;
+
+    /// What the do-no-harm guard did, for policies that have one.
+    fn guard_stats(&self) -> Option<GuardStats> {
+        None
+    }
 }

@@ -49,7 +49,7 @@ impl Default for PlaConfig {
             lambda: 0.02,
             nu: 0.05,
             threshold: 0.98,
-            init_focus: 0.5,
+            init_focus: 0.9,
         }
     }
 }
@@ -220,7 +220,7 @@ mod tests {
         assert_eq!(pla.current(), 6);
         assert_eq!(pla.ubar(), None);
         let x = pla.x();
-        assert!(close(x[2], 0.5 + 0.125) && close(x[0], 0.125), "{x:?}");
+        assert!(close(x[2], 0.9 + 0.025) && close(x[0], 0.025), "{x:?}");
         assert!(close(x.iter().sum::<f64>(), 1.0));
     }
 

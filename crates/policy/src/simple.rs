@@ -114,6 +114,7 @@ mod tests {
             time_s: 0.0,
             threads,
             numa_tick: false,
+            progress: None,
         }
     }
 

@@ -2,8 +2,20 @@
 //! public API: where should the threads end up, and do they get there.
 
 use pinlearn_policy::{
-    Decision, Layout, LearnConfig, LearnPolicy, Objective, PeriodInput, Pla, PlaConfig, Policy, ThreadSample,
+    Arm, Decision, GuardConfig, Layout, LearnConfig, LearnPolicy, Objective, PeriodInput, Pla, PlaConfig, Policy,
+    ThreadSample,
 };
+
+/// The learner alone, without the do-no-harm guard's Os windows.
+fn unguarded() -> LearnConfig {
+    LearnConfig {
+        guard: GuardConfig {
+            enabled: false,
+            ..GuardConfig::default()
+        },
+        ..LearnConfig::default()
+    }
+}
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -67,35 +79,14 @@ fn input(period: u64, threads: &[ThreadSample], numa_tick: bool) -> PeriodInput<
         time_s: period as f64 * 0.05,
         threads,
         numa_tick,
+        progress: None,
     }
 }
 
 #[test]
 fn learn_policy_moves_a_thread_to_the_free_core() {
-    // Three cores (places 0, 1, 2) and the node place 3; a hog slows cores 0
-    // and 1, and the OS (node place) lands the thread on a hogged core
-    // part of the time.
-    let speed_on = |place: usize| match place {
-        2 => 1.0,
-        3 => 0.6,
-        _ => 0.5,
-    };
     for seed in 0..3 {
-        let mut policy = LearnPolicy::new(Layout::uniform(1, 3), LearnConfig::default(), seed);
-        let mut noise = ChaCha8Rng::seed_from_u64(seed + 1000);
-        let mut place = 0;
-        let mut on_free_core = 0;
-        for period in 0..2000 {
-            let speed = speed_on(place) * (1.0 + noise.random_range(-0.02..0.02));
-            let threads = [ThreadSample {
-                key: 7,
-                speed: Some(speed),
-            }];
-            place = policy.decide(&input(period, &threads, false)).place[0];
-            if period >= 1900 && place == 2 {
-                on_free_core += 1;
-            }
-        }
+        let (policy, on_free_core) = free_core_game(unguarded(), seed, 2000);
         let pla = policy.pla(7).unwrap();
         assert_eq!(pla.actions(), &[0, 1, 2, 3]);
         assert!(pla.x()[2] > 0.9, "seed {seed}: x = {:?}", pla.x());
@@ -104,6 +95,51 @@ fn learn_policy_moves_a_thread_to_the_free_core() {
             "seed {seed}: {on_free_core} of the last 100 periods on the free core"
         );
     }
+}
+
+#[test]
+fn the_guard_hands_over_to_the_learner_once_it_beats_the_os() {
+    // The OS's place (3) is better than the round-robin start (core 0), so
+    // the OS may win the first comparisons; the learner, probed now and
+    // then, finds the free core and keeps (or takes back) the lead.
+    for seed in 0..3 {
+        let (policy, on_free_core) = free_core_game(LearnConfig::default(), seed, 6000);
+        let stats = policy.guard().stats();
+        assert_eq!(policy.guard().champion(), Arm::Learn, "seed {seed}: {stats:?}");
+        assert!(stats.os_periods > 0, "seed {seed}: the OS was compared");
+        assert!(
+            on_free_core >= 80,
+            "seed {seed}: {on_free_core} of the last 100 periods on the free core"
+        );
+    }
+}
+
+/// Three cores (places 0, 1, 2) and the node place 3; a hog slows cores 0
+/// and 1, and the OS (node place) lands the thread on a hogged core part of
+/// the time. Returns the policy and the periods among the last 100 spent on
+/// the free core.
+fn free_core_game(cfg: LearnConfig, seed: u64, periods: u64) -> (LearnPolicy, usize) {
+    let speed_on = |place: usize| match place {
+        2 => 1.0,
+        3 => 0.6,
+        _ => 0.5,
+    };
+    let mut policy = LearnPolicy::new(Layout::uniform(1, 3), cfg, seed);
+    let mut noise = ChaCha8Rng::seed_from_u64(seed + 1000);
+    let mut place = 0;
+    let mut on_free_core = 0;
+    for period in 0..periods {
+        let speed = speed_on(place) * (1.0 + noise.random_range(-0.02..0.02));
+        let threads = [ThreadSample {
+            key: 7,
+            speed: Some(speed),
+        }];
+        place = policy.decide(&input(period, &threads, false)).place[0];
+        if period >= periods - 100 && place == 2 {
+            on_free_core += 1;
+        }
+    }
+    (policy, on_free_core)
 }
 
 /// Two threads on two cores (places 0 and 1, node place 2). Core 1 has a
@@ -267,7 +303,7 @@ fn different_seeds_usually_differ() {
 #[test]
 fn thousands_of_threads_on_two_nodes() {
     let layout = Layout::uniform(2, 8);
-    let mut policy = LearnPolicy::new(layout.clone(), LearnConfig::default(), 1);
+    let mut policy = LearnPolicy::new(layout.clone(), unguarded(), 1);
     let keys: Vec<u64> = (0..3000).collect();
     let mut nodes_before: Vec<usize> = Vec::new();
     for period in 0..40u64 {

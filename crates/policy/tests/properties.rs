@@ -3,7 +3,8 @@
 //! (NaN, infinities, negative, zero, huge) and however threads come and go.
 
 use pinlearn_policy::{
-    Layout, LearnConfig, LearnPolicy, Objective, PeriodInput, Pla, PlaConfig, PlaceKind, Policy, ThreadSample,
+    Arm, GuardConfig, Layout, LearnConfig, LearnPolicy, Objective, PeriodInput, Pla, PlaConfig, PlaceKind, Policy,
+    ThreadSample,
 };
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -75,6 +76,7 @@ proptest! {
         cores in prop::collection::vec(1usize..4, 1..4),
         objective in prop_oneof![Just(Objective::Mean), Just(Objective::Own), (0.0..10.0f64).prop_map(|gamma| Objective::Balanced { gamma })],
         reset_on_exit in any::<bool>(),
+        guarded in any::<bool>(),
         periods in prop::collection::vec(
             (prop::collection::btree_map(0u64..12, prop::option::of(weird_speed()), 0..10), any::<bool>()),
             1..60,
@@ -82,15 +84,22 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let layout = Layout::new(&cores.iter().map(|&n| vec![1; n]).collect::<Vec<_>>());
-        let cfg = LearnConfig { objective, reset_on_exit, ..LearnConfig::default() };
+        let guard = GuardConfig { enabled: guarded, window: 2, ..GuardConfig::default() };
+        let cfg = LearnConfig { objective, reset_on_exit, guard, ..LearnConfig::default() };
         let mut policy = LearnPolicy::new(layout.clone(), cfg, seed);
         for (period, (live, numa_tick)) in periods.into_iter().enumerate() {
             let threads: Vec<ThreadSample> = live.into_iter().map(|(key, speed)| ThreadSample { key, speed }).collect();
-            let input = PeriodInput { period: period as u64, time_s: period as f64, threads: &threads, numa_tick };
+            let input = PeriodInput { period: period as u64, time_s: period as f64, threads: &threads, numa_tick, progress: None };
             let decision = policy.decide(&input);
             prop_assert_eq!(decision.place.len(), threads.len());
             prop_assert_eq!(decision.utility.len(), threads.len());
             prop_assert_eq!(policy.keys().collect::<Vec<_>>(), threads.iter().map(|t| t.key).collect::<Vec<_>>());
+            if policy.guard().arm() == Arm::Os {
+                // The OS's window: everyone on the whole machine.
+                prop_assert!(guarded);
+                prop_assert!(decision.place.iter().all(|&place| place == layout.whole()));
+                continue;
+            }
             for (sample, &place) in threads.iter().zip(&decision.place) {
                 let pla = policy.pla(sample.key).expect("every live thread has an automaton");
                 let node = policy.numa_state(sample.key).unwrap().node;

@@ -491,6 +491,7 @@ mod tests {
             time_s: 0.0,
             threads: &threads,
             numa_tick: false,
+            progress: None,
         });
         assert_eq!(decision.place, vec![3, 0, 9]);
         assert_eq!(decision.utility[0], 0.5);

@@ -98,6 +98,8 @@ pub struct LiveProcess {
     heartbeats: HashMap<u32, HeartbeatReader>,
     beat_counts: Vec<(u32, u64)>,
     max_beat_rate: f64,
+    /// The application's progress over the last observed period.
+    progress: Option<f64>,
     last_observe: Option<Instant>,
     nominal_period_s: f64,
     /// OS index of each layout node's memory (memory binding on).
@@ -120,6 +122,7 @@ impl LiveProcess {
             heartbeats: HashMap::new(),
             beat_counts: Vec::new(),
             max_beat_rate: 0.0,
+            progress: None,
             last_observe: None,
             nominal_period_s: period_s,
             memory_nodes: None,
@@ -292,10 +295,10 @@ impl Target for LiveProcess {
             }
         }
 
-        if self.metric == Metric::Heartbeat {
-            let pids: HashSet<u32> = self.threads.values().map(|t| t.who.pid).collect();
-            self.refresh_heartbeats(&pids);
-        }
+        // Heartbeats are read whatever the metric: they are the guard's
+        // measure of progress where the program beats.
+        let pids: HashSet<u32> = self.threads.values().map(|t| t.who.pid).collect();
+        self.refresh_heartbeats(&pids);
         let mut beats: HashMap<u32, u64> = HashMap::new();
         for reader in self.heartbeats.values() {
             reader.read_into(&mut self.beat_counts);
@@ -305,6 +308,7 @@ impl Target for LiveProcess {
         let period_ns = period_s * 1e9;
         let mut gone = Vec::new();
         let mut beat_rates = Vec::new();
+        let mut ran_ns = 0u64;
         for (&key, thread) in self.threads.iter_mut() {
             if thread.age < NAME_PERIODS {
                 thread.age += 1;
@@ -313,13 +317,23 @@ impl Target for LiveProcess {
                 }
             }
             let cpu_share = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
-                Some(Ok(share)) => share,
+                Some(Ok(share)) => {
+                    ran_ns += thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns);
+                    share
+                }
                 Some(Err(_)) => {
                     gone.push(key);
                     continue;
                 }
                 None => None,
             };
+            let beat_rate = beats.get(&thread.who.tid).and_then(|&count| {
+                let rate = thread
+                    .beats
+                    .map(|before| count.saturating_sub(before) as f64 / period_s);
+                thread.beats = Some(count);
+                rate
+            });
             let speed = match self.metric {
                 Metric::Instructions => match thread.instructions.as_mut().map(|c| c.gips(period_s)) {
                     Some(Ok(gips)) => gips,
@@ -328,30 +342,33 @@ impl Target for LiveProcess {
                         continue;
                     }
                 },
-                Metric::Heartbeat => match beats.get(&thread.who.tid) {
-                    Some(&count) => {
-                        let rate = thread
-                            .beats
-                            .map(|before| count.saturating_sub(before) as f64 / period_s);
-                        thread.beats = Some(count);
-                        if let Some(rate) = rate {
-                            beat_rates.push((samples.len(), rate));
-                        }
-                        None
-                    }
-                    None => cpu_share,
-                },
+                // Threads that beat get their rate below, relative to the peak.
+                Metric::Heartbeat if beats.contains_key(&thread.who.tid) => None,
                 _ => cpu_share,
             };
+            if let Some(rate) = beat_rate {
+                beat_rates.push((samples.len(), rate));
+            }
             samples.push(ThreadSample { key, speed });
         }
         // Heartbeat rates become speeds relative to a recent peak rate: the
         // fastest rate of this period, or the previous peak fading by 1% a
         // period (so one early burst does not shrink every later speed).
-        let fastest = beat_rates.iter().map(|&(_, rate)| rate).fold(0.0, f64::max);
-        self.max_beat_rate = fastest.max(self.max_beat_rate * BEAT_PEAK_FADE);
-        for (index, rate) in beat_rates {
-            samples[index].speed = (self.max_beat_rate > 0.0).then(|| rate / self.max_beat_rate);
+        // Progress for the guard: beats per second where the program beats,
+        // instructions per second with counters, else the CPU time it got.
+        self.progress = if !beat_rates.is_empty() {
+            Some(beat_rates.iter().map(|&(_, rate)| rate).sum())
+        } else if self.metric == Metric::Instructions {
+            Some(samples.iter().filter_map(|s| s.speed).sum())
+        } else {
+            Some(ran_ns as f64 / period_ns)
+        };
+        if self.metric == Metric::Heartbeat {
+            let fastest = beat_rates.iter().map(|&(_, rate)| rate).fold(0.0, f64::max);
+            self.max_beat_rate = fastest.max(self.max_beat_rate * BEAT_PEAK_FADE);
+            for (index, rate) in beat_rates {
+                samples[index].speed = (self.max_beat_rate > 0.0).then(|| rate / self.max_beat_rate);
+            }
         }
         if !gone.is_empty() {
             samples.retain(|s| !gone.contains(&s.key));
@@ -389,6 +406,10 @@ impl Target for LiveProcess {
 
     fn info(&self, key: ThreadKey) -> ThreadInfo {
         self.threads.get(&key).map(|t| t.who.clone()).unwrap_or_default()
+    }
+
+    fn progress(&self) -> Option<f64> {
+        self.progress
     }
 
     fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {

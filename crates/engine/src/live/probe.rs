@@ -33,12 +33,18 @@ const MIN_RUNNABLE_SHARE: f64 = 0.02;
 pub struct Schedstat {
     file: File,
     last: Option<(u64, u64)>,
+    /// Run ns between the last two reads of `run_share`.
+    ran_ns: u64,
 }
 
 impl Schedstat {
     pub fn open(pid: u32, tid: u32) -> io::Result<Self> {
         let file = File::open(format!("/proc/{pid}/task/{tid}/schedstat"))?;
-        Ok(Schedstat { file, last: None })
+        Ok(Schedstat {
+            file,
+            last: None,
+            ran_ns: 0,
+        })
     }
 
     /// (run ns, wait ns) since the thread started.
@@ -52,6 +58,7 @@ impl Schedstat {
     /// on the first call or when the thread was hardly runnable.
     pub fn run_share(&mut self, period_ns: f64) -> io::Result<Option<f64>> {
         let now = self.read()?;
+        self.ran_ns = self.last.map_or(0, |(run0, _)| now.0.saturating_sub(run0));
         let share = self.last.and_then(|(run0, wait0)| {
             let run = now.0.saturating_sub(run0) as f64;
             let wait = now.1.saturating_sub(wait0) as f64;
@@ -59,6 +66,11 @@ impl Schedstat {
         });
         self.last = Some(now);
         Ok(share)
+    }
+
+    /// Nanoseconds the thread ran between the last two `run_share` reads.
+    pub fn ran_ns(&self) -> u64 {
+        self.ran_ns
     }
 }
 

@@ -1,0 +1,351 @@
+//! The do-no-harm guard: keeps the learner only while it measures at least
+//! as good as leaving the threads to the operating system.
+//!
+//! ```text
+//!   periods ─► windows of `window` periods, each run by one arm (Learn | Os)
+//!
+//!   champion windows ... champion │ probe (the other arm) │ champion ...
+//!        score before ────────────┘          │            └─── score after
+//!                                            ▼
+//!        probe > mean(before, after) · (1 + margin) ?
+//!          yes ─► the probe's arm becomes champion, probe again after 1 window
+//!          no  ─► the champion stays; the gap between probes doubles up to
+//!                 ⌈probe's loss / probe_cost⌉ (≤ max_gap): probing costs about
+//!                 probe_cost of the run, however much worse the loser is
+//!
+//!   score of a window = mean application progress over its periods,
+//!   the first one left out (threads are still moving there)
+//! ```
+//!
+//! The learner starts as champion. Where Linux is already right (blocking
+//! synchronisation on free cores, pipelines with more threads than cores)
+//! an Os probe measures better and takes over, and the learner keeps
+//! learning only in its probe windows; where the learner finds something the
+//! OS cannot see, it wins the probes and the Os probes become rare. Comparing
+//! each probe with the windows on both sides of it cancels load that changes
+//! steadily. Progress is the application's own rate (heartbeats, or
+//! instructions) where the target knows it, else the sum of the threads'
+//! speeds; the engine passes it in [`crate::PeriodInput::progress`].
+
+use serde::{Deserialize, Serialize};
+
+/// Settings of the guard (`[learn.guard]` in the configuration).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GuardConfig {
+    /// Compare the learner with the OS while running; off: learn only.
+    pub enabled: bool,
+    /// Core periods per window (at least 2: the first one is not scored).
+    pub window: u32,
+    /// A probe must beat the champion by this share to take over, in [0, 1).
+    pub margin: f64,
+    /// Share of the run the probes may cost: the worse the other arm
+    /// measured, the rarer it is probed, in (0, 1).
+    pub probe_cost: f64,
+    /// Longest run of champion windows between two probes (at least 1).
+    pub max_gap: u32,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            enabled: true,
+            window: 6,
+            margin: 0.02,
+            probe_cost: 0.02,
+            max_gap: 64,
+        }
+    }
+}
+
+/// Who places the threads during a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arm {
+    /// The learning policy's places.
+    Learn,
+    /// Every thread on the whole machine: Linux decides.
+    Os,
+}
+
+impl Arm {
+    fn other(self) -> Arm {
+        match self {
+            Arm::Learn => Arm::Os,
+            Arm::Os => Arm::Learn,
+        }
+    }
+}
+
+/// The guard's state machine: one call of [`Guard::next`] per period.
+#[derive(Clone, Debug)]
+pub struct Guard {
+    cfg: GuardConfig,
+    champion: Arm,
+    /// Champion windows to run between two probes.
+    gap: u32,
+    /// Champion windows run since the last probe.
+    since_probe: u32,
+    /// Arm of the window in progress and periods of it decided so far.
+    window_arm: Arm,
+    window_period: u32,
+    /// Progress summed over the scored periods of the window in progress.
+    sum: f64,
+    count: u32,
+    /// Score of the last champion window before the pending probe.
+    before: Option<f64>,
+    /// Score of the probe waiting for the champion window after it.
+    probe: Option<f64>,
+    /// Periods decided by each arm, and how often the champion changed.
+    stats: GuardStats,
+}
+
+/// What the guard did over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GuardStats {
+    pub learn_periods: u64,
+    pub os_periods: u64,
+    pub switches: u64,
+}
+
+impl Guard {
+    pub fn new(cfg: GuardConfig) -> Self {
+        Guard {
+            cfg,
+            champion: Arm::Learn,
+            gap: 1,
+            since_probe: 0,
+            window_arm: Arm::Learn,
+            window_period: 0,
+            sum: 0.0,
+            count: 0,
+            before: None,
+            probe: None,
+            stats: GuardStats::default(),
+        }
+    }
+
+    /// The arm that has won the comparisons so far.
+    pub fn champion(&self) -> Arm {
+        self.champion
+    }
+
+    /// The arm the last call of [`Guard::next`] returned.
+    pub fn arm(&self) -> Arm {
+        self.window_arm
+    }
+
+    pub fn stats(&self) -> GuardStats {
+        self.stats
+    }
+
+    /// Takes the progress measured over the period that just ended (under
+    /// the arm returned by the previous call; `None` when nothing was
+    /// measured) and returns the arm for the next period. Disabled: always
+    /// [`Arm::Learn`].
+    pub fn next(&mut self, progress: Option<f64>) -> Arm {
+        if !self.cfg.enabled {
+            self.stats.learn_periods += 1;
+            return Arm::Learn;
+        }
+        // The period just measured is the window's `window_period`-th; the
+        // first one of a window is not scored.
+        if self.window_period >= 2
+            && let Some(progress) = progress.filter(|p| p.is_finite() && *p >= 0.0)
+        {
+            self.sum += progress;
+            self.count += 1;
+        }
+        if self.window_period >= self.cfg.window.max(2) {
+            self.close_window();
+        }
+        self.window_period += 1;
+        match self.window_arm {
+            Arm::Learn => self.stats.learn_periods += 1,
+            Arm::Os => self.stats.os_periods += 1,
+        }
+        self.window_arm
+    }
+
+    /// Scores the window that just ended, settles a pending comparison, and
+    /// picks the next window's arm.
+    fn close_window(&mut self) {
+        let score = (self.count > 0).then(|| self.sum / f64::from(self.count));
+        self.sum = 0.0;
+        self.count = 0;
+        self.window_period = 0;
+
+        if self.window_arm != self.champion {
+            // A probe ended: the next window is the champion's, to compare.
+            self.probe = score;
+            self.window_arm = self.champion;
+            return;
+        }
+        if let Some(probe) = self.probe.take() {
+            let base = match (self.before, score) {
+                (Some(a), Some(b)) => Some((a + b) / 2.0),
+                (a, b) => a.or(b),
+            };
+            if let Some(base) = base {
+                if probe > base * (1.0 + self.cfg.margin) {
+                    self.champion = self.champion.other();
+                    self.stats.switches += 1;
+                    self.gap = 1;
+                    self.since_probe = 0;
+                    self.before = Some(probe);
+                    self.window_arm = self.champion;
+                    return;
+                }
+                let loss = if base > 0.0 { (1.0 - probe / base).max(0.0) } else { 0.0 };
+                let affordable = (loss / self.cfg.probe_cost).ceil().clamp(1.0, f64::from(u32::MAX)) as u32;
+                self.gap = (self.gap * 2).min(affordable).clamp(1, self.cfg.max_gap.max(1));
+            }
+        }
+        self.before = score.or(self.before);
+        self.since_probe += 1;
+        if self.since_probe >= self.gap {
+            self.since_probe = 0;
+            self.window_arm = self.champion.other();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> GuardConfig {
+        GuardConfig {
+            window: 4,
+            ..GuardConfig::default()
+        }
+    }
+
+    /// Runs `periods` periods where each arm yields the progress `rate(arm,
+    /// period)`, and returns the arms in order.
+    fn run(guard: &mut Guard, periods: usize, rate: impl Fn(Arm, usize) -> f64) -> Vec<Arm> {
+        let mut arms = Vec::new();
+        let mut last: Option<Arm> = None;
+        for period in 0..periods {
+            let progress = last.map(|arm| rate(arm, period));
+            let arm = guard.next(progress);
+            arms.push(arm);
+            last = Some(arm);
+        }
+        arms
+    }
+
+    #[test]
+    fn disabled_always_learns() {
+        let mut guard = Guard::new(GuardConfig {
+            enabled: false,
+            ..cfg()
+        });
+        let arms = run(&mut guard, 50, |arm, _| if arm == Arm::Os { 2.0 } else { 1.0 });
+        assert!(arms.iter().all(|&a| a == Arm::Learn));
+        assert_eq!(guard.stats().learn_periods, 50);
+    }
+
+    #[test]
+    fn windows_alternate_at_first_then_probes_get_rarer_the_worse_the_os_is() {
+        let mut guard = Guard::new(cfg());
+        let arms = run(&mut guard, 2000, |arm, _| if arm == Arm::Learn { 2.0 } else { 1.0 });
+        // Learn window, Os probe, Learn window (compared: learn stays), ...
+        assert_eq!(&arms[..12], &[[Arm::Learn; 4], [Arm::Os; 4], [Arm::Learn; 4]].concat());
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert_eq!(guard.stats().switches, 0);
+        // The Os loses half the progress: gaps 1, 2, 4, ... up to
+        // 0.5 / 0.02 = 25 windows.
+        let os = arms.iter().filter(|&&a| a == Arm::Os).count();
+        assert!(os * 15 <= 2000, "{os} Os periods of 2000");
+        let tail_os = arms[1000..].iter().filter(|&&a| a == Arm::Os).count();
+        assert!(tail_os * 25 <= 1000 + 25 * 4, "{tail_os} Os periods in the last 1000");
+        assert!(tail_os > 0, "the Os is still probed");
+    }
+
+    #[test]
+    fn a_probe_nearly_as_good_as_the_champion_is_tried_often() {
+        // 1% worse: the gap stays at one window (probing costs ~0.5%).
+        let mut guard = Guard::new(cfg());
+        let arms = run(&mut guard, 400, |arm, _| if arm == Arm::Learn { 1.01 } else { 1.0 });
+        let os = arms.iter().filter(|&&a| a == Arm::Os).count();
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert!(os * 3 >= 400, "{os} Os periods of 400");
+    }
+
+    #[test]
+    fn the_os_takes_over_when_it_measures_better_and_learning_is_still_probed() {
+        let mut guard = Guard::new(cfg());
+        let arms = run(&mut guard, 400, |arm, _| if arm == Arm::Os { 1.0 } else { 0.6 });
+        assert_eq!(guard.champion(), Arm::Os);
+        assert_eq!(guard.stats().switches, 1);
+        // Os probe in window 2, decided after window 3: Os from window 4 on.
+        assert!(arms[12..16].iter().all(|&a| a == Arm::Os));
+        let learn_tail = arms[100..].iter().filter(|&&a| a == Arm::Learn).count();
+        assert!(learn_tail > 0, "the learner is still probed");
+        // 40% worse: probed about every 20 windows once settled.
+        assert!(learn_tail * 10 <= 300, "{learn_tail} learn periods of the last 300");
+    }
+
+    #[test]
+    fn differences_inside_the_margin_keep_the_champion() {
+        let mut guard = Guard::new(cfg());
+        run(&mut guard, 400, |arm, _| if arm == Arm::Os { 1.01 } else { 1.0 });
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert_eq!(guard.stats().switches, 0);
+    }
+
+    #[test]
+    fn the_champion_follows_a_change_in_which_arm_is_better() {
+        let mut guard = Guard::new(cfg());
+        let better = |arm: Arm, period: usize| {
+            let learn_wins = period >= 200;
+            if (arm == Arm::Learn) == learn_wins { 1.0 } else { 0.5 }
+        };
+        run(&mut guard, 200, better);
+        assert_eq!(guard.champion(), Arm::Os);
+        let arms = run(&mut guard, 400, |arm, p| better(arm, p + 200));
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert!(arms[300..].iter().filter(|&&a| a == Arm::Learn).count() > 80);
+    }
+
+    #[test]
+    fn steady_drift_does_not_make_a_probe_win() {
+        // Progress falls 1% a period whatever the arm (load growing): the
+        // probe sits between its neighbours, so the champion stays.
+        let mut guard = Guard::new(cfg());
+        run(&mut guard, 300, |_, period| 100.0 * 0.99f64.powi(period as i32));
+        assert_eq!(guard.stats().switches, 0);
+    }
+
+    #[test]
+    fn the_first_period_of_a_window_is_not_scored() {
+        // Whatever happens in a window's first period (threads moving) must
+        // not decide: Os is terrible only there, better elsewhere.
+        let mut guard = Guard::new(cfg());
+        let mut arms: Vec<Arm> = Vec::new();
+        let mut last: Option<Arm> = None;
+        for _ in 0..200 {
+            let first_of_window = arms.len() >= 2 && arms[arms.len() - 1] != arms[arms.len() - 2];
+            let progress = last.map(|arm| match (arm, first_of_window) {
+                (Arm::Os, true) => 0.0,
+                (Arm::Os, false) => 2.0,
+                (Arm::Learn, _) => 1.0,
+            });
+            let arm = guard.next(progress);
+            arms.push(arm);
+            last = Some(arm);
+        }
+        assert_eq!(guard.champion(), Arm::Os);
+    }
+
+    #[test]
+    fn missing_progress_decides_nothing() {
+        let mut guard = Guard::new(cfg());
+        for _ in 0..100 {
+            guard.next(None);
+        }
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert_eq!(guard.stats().switches, 0);
+    }
+}
