@@ -3,7 +3,9 @@
 //!
 //! ```text
 //!   RunRecord (one per run) ──summarise()──► SummaryRecord: median, mean, dev of wall_s,
-//!        │                                   mean speed, difference to os's median in %
+//!        │                                   mean speed, difference to os's median in %,
+//!        │                                   paired: median of wall / os's wall of the same
+//!        │                                   repeat, with its 95% interval
 //!        │                                         │
 //!        │                     ┌───────────────────┼──────────────────────┐
 //!        ▼                     ▼                   ▼                      ▼
@@ -14,7 +16,7 @@
 //! ```
 
 use crate::BenchError;
-use pinlearn_report::{Stats, Table, bar_plot, speed_plot, stats};
+use pinlearn_report::{Stats, Table, bar_plot, median_interval, speed_plot, stats};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -72,6 +74,14 @@ pub struct SummaryRecord {
     pub manager_cpu_pct: f64,
     /// learn: mean share of the periods the guard left to the OS.
     pub os_share: Option<f64>,
+    /// Runs are interleaved, so repeat i of a scheduler ran next to repeat i
+    /// of `os`: 100 (median of wall_s / os wall_s over the repeats - 1).
+    /// Less sensitive to drift than the difference of medians.
+    pub paired_vs_os_pct: Option<f64>,
+    /// Distribution-free interval of that median ratio, in % like it.
+    pub paired_vs_os_ci_pct: Option<[f64; 2]>,
+    /// The interval's coverage (0.95, or less with fewer than 6 repeats).
+    pub paired_ci_level: Option<f64>,
 }
 
 /// A calibration run: the workload alone (no manager, no load).
@@ -169,6 +179,9 @@ pub fn summarise(runs: &[RunRecord]) -> Vec<SummaryRecord> {
                 workload_cpu_s: workload / n,
                 manager_cpu_pct: percent(manager, workload),
                 os_share: stats(&os_shares).map(|s| s.mean),
+                paired_vs_os_pct: None,
+                paired_vs_os_ci_pct: None,
+                paired_ci_level: None,
             })
         })
         .collect();
@@ -180,6 +193,31 @@ pub fn summarise(runs: &[RunRecord]) -> Vec<SummaryRecord> {
     for summary in &mut summaries {
         if let Some(&os) = os_medians.get(&(summary.workload.clone(), summary.scenario.clone())) {
             summary.diff_vs_os_pct = (os > 0.0).then(|| 100.0 * (summary.median_s - os) / os);
+        }
+        if summary.scheduler == "os" {
+            continue;
+        }
+        let os_key = (summary.workload.clone(), summary.scenario.clone(), "os".to_string());
+        let own_key = (
+            summary.workload.clone(),
+            summary.scenario.clone(),
+            summary.scheduler.clone(),
+        );
+        let (Some(os_runs), Some(own_runs)) = (groups.get(&os_key), groups.get(&own_key)) else {
+            continue;
+        };
+        let ratios: Vec<f64> = own_runs
+            .iter()
+            .filter_map(|run| {
+                let os = os_runs.iter().find(|os| os.repeat == run.repeat)?;
+                (os.wall_s > 0.0).then(|| run.wall_s / os.wall_s)
+            })
+            .collect();
+        let pct = |ratio: f64| 100.0 * (ratio - 1.0);
+        summary.paired_vs_os_pct = stats(&ratios).map(|s| pct(s.median));
+        if let Some(ci) = median_interval(&ratios, 0.95) {
+            summary.paired_vs_os_ci_pct = Some([pct(ci.low), pct(ci.high)]);
+            summary.paired_ci_level = Some(ci.level);
         }
     }
     summaries
@@ -224,6 +262,10 @@ pub fn workload_table(summaries: &[SummaryRecord], workload: &str) -> Table {
                 format!("{:.3}", s.dev_s),
                 speed,
                 diff,
+                match (s.paired_vs_os_pct, s.paired_vs_os_ci_pct) {
+                    (Some(p), Some([low, high])) => format!("{p:+.1}% [{low:+.1}, {high:+.1}]"),
+                    _ => "—".to_string(),
+                },
                 format!("{:.2}%", s.manager_cpu_pct),
                 s.os_share.map_or("—".to_string(), |v| format!("{:.0}%", 100.0 * v)),
             ]
@@ -239,6 +281,7 @@ pub fn workload_table(summaries: &[SummaryRecord], workload: &str) -> Table {
             "dev s",
             "mean speed",
             "vs os",
+            "paired vs os [CI]",
             "manager CPU",
             "OS-placed",
         ]
@@ -277,8 +320,11 @@ impl BenchResults {
         );
         out += &format!(
             "- {} interleaved repeats per scheduler; times are the workload's own completion time in seconds; \
-             \"vs os\" compares medians (negative: faster than Linux alone); \"manager CPU\" is the manager's \
-             CPU time as a share of the workload's\n",
+             \"vs os\" compares medians (negative: faster than Linux alone); \"paired vs os\" is the median \
+             over the repeats of the time divided by the os run of the same repeat, with its distribution-free \
+             95% interval (min..max, 94%, with 5 repeats); \"manager CPU\" is the manager's CPU time as a share \
+             of the workload's; \"OS-placed\" is the share of the periods the learner's do-no-harm guard left \
+             to Linux\n",
             s.repeat
         );
         for (name, command) in &s.workloads {
@@ -480,6 +526,39 @@ mod tests {
     }
 
     #[test]
+    fn paired_differences_use_the_os_run_of_the_same_repeat() {
+        // os drifts (2 s, then 4 s); learn takes 0.9, 1.1, 1.05, 0.95, 1.0
+        // times its os partner: median ratio 1.0, and with 5 pairs the
+        // interval is min..max (0.9..1.1), covering 93.75%. Repeat 5 has no
+        // os run and is left out. static takes 1.2 x os every time: paired
+        // +20% exactly, while its median (2.4 s, among 2.4 2.4 2.4 4.8 4.8)
+        // is +20% of os's median (2 s) only by luck of the drift.
+        let mut runs = Vec::new();
+        for (repeat, factor) in [0.9, 1.1, 1.05, 0.95, 1.0].into_iter().enumerate() {
+            let os = if repeat < 3 { 2.0 } else { 4.0 };
+            runs.push(run("C.1", "os", repeat, os, None));
+            runs.push(run("C.1", "learn", repeat, factor * os, None));
+            runs.push(run("C.1", "static", repeat, 1.2 * os, None));
+        }
+        runs.push(run("C.1", "learn", 5, 9.0, None));
+        let s = summarise(&runs);
+        let learn = s.iter().find(|s| s.scheduler == "learn").expect("learn");
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(learn.paired_vs_os_pct.unwrap(), 0.0), "{learn:?}");
+        let [low, high] = learn.paired_vs_os_ci_pct.unwrap();
+        assert!(close(low, -10.0) && close(high, 10.0), "{learn:?}");
+        assert!(close(learn.paired_ci_level.unwrap(), 0.9375));
+        let fixed = s.iter().find(|s| s.scheduler == "static").expect("static");
+        assert!(close(fixed.paired_vs_os_pct.unwrap(), 20.0));
+        assert_eq!(
+            fixed.paired_vs_os_ci_pct.map(|ci| ci.map(|v| v.round())),
+            Some([20.0, 20.0])
+        );
+        let os = s.iter().find(|s| s.scheduler == "os").expect("os");
+        assert_eq!(os.paired_vs_os_pct, None);
+    }
+
+    #[test]
     fn summaries_follow_hand_computed_statistics() {
         let runs = vec![
             run("C.2", "os", 0, 4.0, Some(0.5)),
@@ -519,13 +598,15 @@ mod tests {
         runs[1].os_share = Some(0.2);
         runs[2].os_share = Some(0.3);
         let table = workload_table(&summarise(&runs), "aco");
-        assert_eq!(table.headers.len(), 10);
+        assert_eq!(table.headers.len(), 11);
         assert_eq!(table.rows.len(), 2);
         assert_eq!(table.rows[0][7], "—");
         assert_eq!(table.rows[1][7], "-25.0%");
         assert_eq!(table.rows[1][6], "0.900");
-        assert_eq!(table.rows[0][9], "—", "os has no guard");
-        assert_eq!(table.rows[1][9], "25%", "mean of the runs' OS shares");
+        assert_eq!(table.rows[0][8], "—");
+        assert_eq!(table.rows[1][8], "-25.0% [-25.0, -25.0]", "repeat 1 has no os partner");
+        assert_eq!(table.rows[0][10], "—", "os has no guard");
+        assert_eq!(table.rows[1][10], "25%", "mean of the runs' OS shares");
         assert!(workload_table(&summarise(&runs), "stream").rows.is_empty());
     }
 

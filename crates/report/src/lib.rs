@@ -20,7 +20,7 @@ mod stats;
 mod table;
 
 pub use plot::{Axes, bar_plot, speed_plot};
-pub use stats::{Stats, stats};
+pub use stats::{MedianInterval, Stats, median_interval, stats};
 pub use table::Table;
 
 /// Why a report could not be written.

@@ -1,6 +1,8 @@
 //! Summary statistics of a sample (completion times of repeated runs):
 //! values ─► drop non-finite ─► sort ─► n, mean, median, sample deviation,
-//! min, max.
+//! min, max; and a distribution-free confidence interval of the median
+//! (two order statistics, ranks from the binomial distribution), used on the
+//! per-repeat ratios of interleaved runs.
 
 /// Summary of a sample.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,6 +47,49 @@ pub fn stats(values: &[f64]) -> Option<Stats> {
     })
 }
 
+/// A confidence interval of a sample's median.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MedianInterval {
+    pub low: f64,
+    pub high: f64,
+    /// The interval's actual coverage: at least the level asked for, or the
+    /// most a sample this small gives (1 - 2^(1-n), for min..max).
+    pub level: f64,
+}
+
+/// The distribution-free interval of the median of the finite `values` at
+/// `confidence` (e.g. 0.95): the k-th smallest and k-th largest values, with
+/// k the largest rank whose binomial tail 2 P(B(n, 1/2) < k) stays within
+/// 1 - confidence. Samples too small for that give min..max and say their
+/// lower level. `None` without finite values.
+pub fn median_interval(values: &[f64], confidence: f64) -> Option<MedianInterval> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    // P(B <= j) for B ~ Binomial(n, 1/2), terms summed from log space so
+    // large n does not underflow.
+    let mut ln_term = -(n as f64) * std::f64::consts::LN_2;
+    let mut cdf = Vec::with_capacity(n.div_ceil(2) + 1);
+    let mut sum = 0.0;
+    for j in 0..=n.div_ceil(2) {
+        sum += ln_term.exp();
+        cdf.push(sum);
+        ln_term += ((n - j) as f64).ln() - ((j + 1) as f64).ln();
+    }
+    let mut k = 1;
+    while k < n.div_ceil(2) && 2.0 * cdf[k] <= 1.0 - confidence {
+        k += 1;
+    }
+    Some(MedianInterval {
+        low: sorted[k - 1],
+        high: sorted[n - k],
+        level: (1.0 - 2.0 * cdf[k - 1]).max(0.0),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +128,35 @@ mod tests {
         );
         assert_eq!(stats(&[]), None);
         assert_eq!(stats(&[f64::NAN, f64::INFINITY]), None);
+    }
+
+    #[test]
+    fn median_interval_ranks_follow_the_binomial_tails() {
+        // n = 10: 2 P(B <= 1) = 2 * 11/1024 = 0.0215 <= 0.05 but
+        // 2 P(B <= 2) = 2 * 56/1024 = 0.109: ranks 2 and 9.
+        let ten: Vec<f64> = (1..=10).map(f64::from).collect();
+        let ci = median_interval(&ten, 0.95).expect("values");
+        assert_eq!((ci.low, ci.high), (2.0, 9.0));
+        assert!(close(ci.level, 1.0 - 22.0 / 1024.0));
+        // n = 15: 2 P(B <= 3) = 2 * 576/32768 = 0.035, 2 P(B <= 4) = 0.118:
+        // ranks 4 and 12.
+        let fifteen: Vec<f64> = (1..=15).rev().map(f64::from).collect();
+        let ci = median_interval(&fifteen, 0.95).expect("values");
+        assert_eq!((ci.low, ci.high), (4.0, 12.0));
+        assert!(close(ci.level, 1.0 - 1152.0 / 32768.0));
+        // n = 5 cannot reach 95%: min..max, which covers 1 - 2/32.
+        let ci = median_interval(&[5.0, 1.0, 3.0, 2.0, 4.0], 0.95).expect("values");
+        assert_eq!((ci.low, ci.high), (1.0, 5.0));
+        assert!(close(ci.level, 0.9375));
+        assert_eq!(median_interval(&[f64::NAN], 0.95), None);
+        let one = median_interval(&[2.0], 0.95).expect("one value");
+        assert_eq!((one.low, one.high, one.level), (2.0, 2.0, 0.0));
+        // Large samples do not underflow: n = 2000 gives ranks near
+        // n/2 -+ 1.96 sqrt(n)/2 = 1000 -+ 44.
+        let many: Vec<f64> = (1..=2000).map(f64::from).collect();
+        let ci = median_interval(&many, 0.95).expect("values");
+        assert!((950.0..=960.0).contains(&ci.low), "{ci:?}");
+        assert!(ci.level >= 0.95 && ci.level < 0.96, "{ci:?}");
     }
 
     #[test]
