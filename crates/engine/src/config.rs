@@ -213,6 +213,18 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_papers_learner_file_gives_the_papers_settings() {
+        let text = include_str!("../../../configs/papers-learner.toml");
+        let s = Settings::from_toml_str(text).expect("configs/papers-learner.toml is valid");
+        assert_eq!(s.learn.start, pinlearn_policy::Start::RoundRobin);
+        assert_eq!(s.learn.pla.init_focus, 0.5);
+        assert!(!s.learn.guard.enabled);
+        let defaults = Settings::default();
+        assert_eq!(s.learn.pla.step, defaults.learn.pla.step, "the rest stays default");
+        assert_eq!(s.learn.objective, defaults.learn.objective);
+    }
+
+    #[test]
     fn toml_sets_engine_and_learning_keys() {
         let s = Settings::from_toml_str(
             "interval = \"20ms\"\nmetric = \"cpu\"\npolicy = \"static\"\n[learn]\nobjective = \"balanced:0.5\"\n",
