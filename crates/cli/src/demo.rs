@@ -34,6 +34,10 @@ pub struct DemoArgs {
     /// Runs of each side (their median is compared).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub repeat: u32,
+    /// Settings for pinlearn's side, as for `pinlearn run --config` (e.g.
+    /// configs/papers-learner.toml); default: the built-in defaults.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// The background load; killed when dropped.
@@ -118,6 +122,10 @@ impl Side {
 }
 
 pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
+    let base = match &args.config {
+        Some(path) => Settings::from_toml_file(path)?,
+        None => Settings::default(),
+    };
     let allowed =
         pinlearn_engine::live::get_affinity(0).map_err(|e| EngineError::io("cannot read pinlearn's affinity", e))?;
     if allowed.len() < 2 {
@@ -134,13 +142,17 @@ pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
     };
     say(format!(
         "pinlearn demo: ACO on OR-Library wt40:1 with {threads} threads that spin 1 ms, then sleep, at every barrier,\n\
-         while a program in another session keeps CPU {loaded} busy. Linux alone vs pinlearn (learn, default settings),\n\
+         while a program in another session keeps CPU {loaded} busy. Linux alone vs pinlearn ({}),\n\
          {} runs each, alternating.",
+        args.config.as_ref().map_or("default settings".to_string(), |p| format!(
+            "settings from {}",
+            p.display()
+        )),
         args.repeat
     ));
     let settings = Settings {
         seed: args.seed,
-        ..Settings::default()
+        ..base
     };
     let request = Request {
         settings,

@@ -74,7 +74,7 @@ fn bad_inputs_to_run_exit_2_without_starting_the_program() {
 }
 
 #[test]
-fn bad_inputs_to_bench_and_sim_exit_2_before_anything_runs() {
+fn bad_inputs_to_bench_sim_and_demo_exit_2_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let bad_config = dir.path().join("bad.toml");
     std::fs::write(&bad_config, "[learn]\nobjective = \"fastest\"\n").unwrap();
@@ -86,6 +86,11 @@ fn bad_inputs_to_bench_and_sim_exit_2_before_anything_runs() {
             "cannot read config",
         ),
         (vec!["bench", "--workload", "quake"], "quake"),
+        (vec!["demo", "--config", bad_config], "fastest"),
+        (
+            vec!["demo", "--config", "/nonexistent/pinlearn.toml"],
+            "cannot read config",
+        ),
         (vec!["bench", "--scenarios", "Z.9"], "Z.9"),
         (vec!["sim", "--scenarios", "Z.9"], "Z.9"),
         (vec!["sim", "--topology", "node:x"], "node:x"),

@@ -225,6 +225,15 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_pin_first_file_starts_round_robin_behind_linux() {
+        let text = include_str!("../../../configs/pin-first.toml");
+        let s = Settings::from_toml_str(text).expect("configs/pin-first.toml is valid");
+        assert_eq!(s.learn.start, pinlearn_policy::Start::RoundRobin);
+        assert_eq!(s.learn.guard.first, pinlearn_policy::Arm::Os);
+        assert!(s.learn.guard.enabled);
+    }
+
+    #[test]
     fn toml_sets_engine_and_learning_keys() {
         let s = Settings::from_toml_str(
             "interval = \"20ms\"\nmetric = \"cpu\"\npolicy = \"static\"\n[learn]\nobjective = \"balanced:0.5\"\n",

@@ -17,7 +17,8 @@
 //!   the first one left out (threads are still moving there)
 //! ```
 //!
-//! The learner starts as champion. Where Linux is already right (blocking
+//! The learner starts as champion (`first = "os"`: Linux does, and the
+//! learner's first window is a probe). Where Linux is already right (blocking
 //! synchronisation on free cores, pipelines with more threads than cores)
 //! an Os probe measures better and takes over, and the learner keeps
 //! learning only in its probe windows; where the learner finds something the
@@ -44,6 +45,10 @@ pub struct GuardConfig {
     pub probe_cost: f64,
     /// Longest run of champion windows between two probes (at least 1).
     pub max_gap: u32,
+    /// The champion before anything was measured: `learn` (Linux gets the
+    /// second window) or `os` (the learner's first window is a probe and
+    /// it takes over only once it measures better).
+    pub first: Arm,
 }
 
 impl Default for GuardConfig {
@@ -54,12 +59,13 @@ impl Default for GuardConfig {
             margin: 0.02,
             probe_cost: 0.02,
             max_gap: 64,
+            first: Arm::Learn,
         }
     }
 }
 
 /// Who places the threads during a window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arm {
     /// The learning policy's places.
@@ -110,12 +116,13 @@ pub struct GuardStats {
 
 impl Guard {
     pub fn new(cfg: GuardConfig) -> Self {
+        let first = if cfg.enabled { cfg.first } else { Arm::Learn };
         Guard {
             cfg,
-            champion: Arm::Learn,
+            champion: first,
             gap: 1,
             since_probe: 0,
-            window_arm: Arm::Learn,
+            window_arm: first,
             window_period: 0,
             sum: 0.0,
             count: 0,
@@ -219,6 +226,22 @@ mod tests {
             window: 4,
             ..GuardConfig::default()
         }
+    }
+
+    #[test]
+    fn with_linux_first_the_learner_must_measure_better() {
+        let linux_first = GuardConfig {
+            first: Arm::Os,
+            ..cfg()
+        };
+        let mut guard = Guard::new(linux_first);
+        let arms = run(&mut guard, 12, |arm, _| if arm == Arm::Learn { 2.0 } else { 1.0 });
+        assert_eq!(&arms[..12], &[[Arm::Os; 4], [Arm::Learn; 4], [Arm::Os; 4]].concat());
+        guard.next(Some(1.0));
+        assert_eq!(guard.champion(), Arm::Learn, "the learner's probe won");
+        let mut tie = Guard::new(linux_first);
+        run(&mut tie, 200, |_, _| 1.0);
+        assert_eq!(tie.champion(), Arm::Os, "a tie leaves Linux in charge");
     }
 
     /// Runs `periods` periods where each arm yields the progress `rate(arm,
