@@ -223,7 +223,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, stop: Stop, wall: Dura
         manager_cpu_pct: 100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9),
         ended_by: stop.describe(),
         guard: engine.guard_stats().map(|g| GuardSummary {
-            os_share: g.os_periods as f64 / (g.os_periods + g.learn_periods).max(1) as f64,
+            os_share: g.os_share(),
             switches: g.switches,
         }),
         exit_code: None,

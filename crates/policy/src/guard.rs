@@ -114,6 +114,13 @@ pub struct GuardStats {
     pub switches: u64,
 }
 
+impl GuardStats {
+    /// Share of the periods decided so far that were the OS's (0 before any).
+    pub fn os_share(&self) -> f64 {
+        self.os_periods as f64 / (self.os_periods + self.learn_periods).max(1) as f64
+    }
+}
+
 impl Guard {
     pub fn new(cfg: GuardConfig) -> Self {
         let first = if cfg.enabled { cfg.first } else { Arm::Learn };
@@ -267,6 +274,7 @@ mod tests {
         let arms = run(&mut guard, 50, |arm, _| if arm == Arm::Os { 2.0 } else { 1.0 });
         assert!(arms.iter().all(|&a| a == Arm::Learn));
         assert_eq!(guard.stats().learn_periods, 50);
+        assert_eq!(guard.stats().os_share(), 0.0);
     }
 
     #[test]
@@ -302,6 +310,9 @@ mod tests {
         let arms = run(&mut guard, 400, |arm, _| if arm == Arm::Os { 1.0 } else { 0.6 });
         assert_eq!(guard.champion(), Arm::Os);
         assert_eq!(guard.stats().switches, 1);
+        let stats = guard.stats();
+        let counted = arms.iter().filter(|&&a| a == Arm::Os).count() as f64 / arms.len() as f64;
+        assert!((stats.os_share() - counted).abs() < 1e-12 && counted > 0.5, "{stats:?}");
         // Os probe in window 2, decided after window 3: Os from window 4 on.
         assert!(arms[12..16].iter().all(|&a| a == Arm::Os));
         let learn_tail = arms[100..].iter().filter(|&&a| a == Arm::Learn).count();
