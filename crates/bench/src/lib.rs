@@ -54,6 +54,10 @@ pub struct BenchCommand {
     /// Arguments for `pinlearn work NAME` replacing the preset's (one workload only)
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub workload_args: Option<String>,
+    /// Multiply each preset's amount of work by F (runs about F times as long; the
+    /// learner's first probe comes after ~4.5 s, so its wins need runs of 10 s or more)
+    #[arg(long, value_name = "F")]
+    pub scale: Option<f64>,
     /// Schedulers, comma-separated: os, static, learn[:OBJECTIVE], best-static, with
     /// optional @METRIC [default: os,static,learn; --matrix quick os,learn; full adds best-static]
     #[arg(long, value_name = "LIST")]
@@ -182,7 +186,7 @@ struct Traces {
 
 impl Plan {
     fn new(cmd: &BenchCommand, exe: &Path) -> Result<Self, BenchError> {
-        let workloads = workload::select(&cmd.workload, cmd.workload_args.as_deref())?;
+        let workloads = workload::select(&cmd.workload, cmd.workload_args.as_deref(), cmd.scale)?;
         let scenarios = match (&cmd.scenarios, cmd.matrix) {
             (Some(list), _) => scenario::parse_list(list)?,
             (None, Some(Matrix::Full)) => scenario::full_matrix(),

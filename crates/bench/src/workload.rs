@@ -6,6 +6,9 @@
 //!   --workload aco [--workload-args "--iterations 300 --sync spin"]
 //!        ─► BenchWorkload { name "aco", args ["aco", "--iterations", "300", "--sync", "spin"] }
 //!        ─► pinlearn work aco --iterations 300 --sync spin --threads N --json --quiet
+//!   --workload aco --scale 4
+//!        ─► the preset with its amount of work (`Preset::work`) times 4:
+//!           pinlearn work aco --iterations 12000 ...
 //! ```
 
 use crate::BenchError;
@@ -16,6 +19,9 @@ pub struct Preset {
     pub name: &'static str,
     pub workload: &'static str,
     pub args: &'static [&'static str],
+    /// The argument among `args` whose value is the amount of work
+    /// (`--scale` multiplies it).
+    pub work: &'static str,
     pub why: &'static str,
 }
 
@@ -25,42 +31,49 @@ pub const PRESETS: [Preset; 7] = [
         name: "aco",
         workload: "aco",
         args: &["--iterations", "3000"],
+        work: "--iterations",
         why: "barrier-synchronised task farm, blocking barriers (the papers' ACO); 64 ants split over the threads",
     },
     Preset {
         name: "aco-spin",
         workload: "aco",
         args: &["--iterations", "2400", "--sync", "spin-then-block"],
+        work: "--iterations",
         why: "the same with barriers that spin 200 us before sleeping (OpenMP-like), where Linux is blind",
     },
     Preset {
         name: "pipeline",
         workload: "pipeline",
         args: &["--stages", "3,1,1", "--items", "200000"],
+        work: "--items",
         why: "three stages of unequal work over bounded blocking queues; extra threads go to the heavy stage",
     },
     Preset {
         name: "blackscholes",
         workload: "blackscholes",
         args: &["--runs", "1200"],
+        work: "--runs",
         why: "PARSEC blackscholes (the papers' BLA), independent contiguous chunks, no synchronisation",
     },
     Preset {
         name: "swaptions",
         workload: "swaptions",
         args: &["--swaptions", "64", "--simulations", "96000"],
+        work: "--simulations",
         why: "PARSEC swaptions (the papers' SWA), Monte Carlo, 64 swaptions in contiguous blocks per thread",
     },
     Preset {
         name: "binpack",
         workload: "binpack",
         args: &["--pool", "64", "--max-cycles", "160", "--duration", "600"],
+        work: "--max-cycles",
         why: "bin-packing search (the papers' CSO) with a fixed pool and cycle count, so the work is fixed",
     },
     Preset {
         name: "stream",
         workload: "stream",
         args: &["--size", "0.5", "--runs", "600"],
+        work: "--runs",
         why: "STREAM triad over 3 x 32 MiB, memory bound",
     },
 ];
@@ -82,8 +95,13 @@ impl BenchWorkload {
 }
 
 /// The workloads named in `--workload` (every preset when none is named),
-/// with `--workload-args` replacing the preset's arguments (one workload only).
-pub fn select(names: &[String], workload_args: Option<&str>) -> Result<Vec<BenchWorkload>, BenchError> {
+/// with `--workload-args` replacing the preset's arguments (one workload
+/// only), or `--scale` multiplying each preset's amount of work.
+pub fn select(
+    names: &[String],
+    workload_args: Option<&str>,
+    scale: Option<f64>,
+) -> Result<Vec<BenchWorkload>, BenchError> {
     let names: Vec<&str> = if names.is_empty() {
         PRESETS.iter().map(|p| p.name).collect()
     } else {
@@ -93,6 +111,18 @@ pub fn select(names: &[String], workload_args: Option<&str>) -> Result<Vec<Bench
         return Err(BenchError::BadInput(
             "--workload-args needs exactly one --workload to apply to".into(),
         ));
+    }
+    if let Some(scale) = scale {
+        if workload_args.is_some() {
+            return Err(BenchError::BadInput(
+                "--scale multiplies the presets' work; with --workload-args set the amount there instead".into(),
+            ));
+        }
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(BenchError::BadInput(format!(
+                "--scale {scale}: it must be a number > 0 (e.g. 4 for runs four times as long)"
+            )));
+        }
     }
     let mut chosen: Vec<BenchWorkload> = Vec::new();
     for name in names {
@@ -105,7 +135,7 @@ pub fn select(names: &[String], workload_args: Option<&str>) -> Result<Vec<Bench
         }
         let own: Vec<String> = match workload_args {
             Some(text) => split_args(text)?,
-            None => preset.args.iter().map(|a| a.to_string()).collect(),
+            None => scaled(preset, scale.unwrap_or(1.0)),
         };
         let mut args = vec![preset.workload.to_string()];
         args.extend(own);
@@ -115,6 +145,22 @@ pub fn select(names: &[String], workload_args: Option<&str>) -> Result<Vec<Bench
         });
     }
     Ok(chosen)
+}
+
+/// The preset's arguments with its amount of work times `scale` (rounded,
+/// at least 1).
+fn scaled(preset: &Preset, scale: f64) -> Vec<String> {
+    let mut args: Vec<String> = preset.args.iter().map(|a| a.to_string()).collect();
+    if scale != 1.0 {
+        let at = args
+            .iter()
+            .position(|a| a == preset.work)
+            .expect("a preset names its work")
+            + 1;
+        let amount: f64 = args[at].parse().expect("a preset's work is a number");
+        args[at] = ((amount * scale).round() as u64).max(1).to_string();
+    }
+    args
 }
 
 /// Splits `--workload-args` at whitespace (no quoting: workload arguments
@@ -138,7 +184,7 @@ mod tests {
 
     #[test]
     fn every_preset_by_default_in_order() {
-        let all = select(&[], None).expect("presets");
+        let all = select(&[], None, None).expect("presets");
         let names: Vec<&str> = all.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(
             names,
@@ -161,20 +207,49 @@ mod tests {
 
     #[test]
     fn workload_args_replace_the_preset_arguments() {
-        let chosen = select(&["aco-spin".into()], Some("  --iterations 20   --ants 8 ")).expect("valid");
+        let chosen = select(&["aco-spin".into()], Some("  --iterations 20   --ants 8 "), None).expect("valid");
         assert_eq!(chosen[0].args, ["aco", "--iterations", "20", "--ants", "8"]);
     }
 
     #[test]
+    fn scale_multiplies_the_work_of_every_preset() {
+        let all = select(&[], None, Some(2.5)).expect("presets");
+        for (workload, preset) in all.iter().zip(&PRESETS) {
+            let at = workload
+                .args
+                .iter()
+                .position(|a| a == preset.work)
+                .expect("work argument")
+                + 1;
+            let before: f64 = preset.args[at - 1].parse().unwrap();
+            assert_eq!(workload.args[at], (before * 2.5).round().to_string(), "{}", preset.name);
+            // Everything else is the preset's.
+            let mut rest = workload.args[1..].to_vec();
+            rest[at - 1] = preset.args[at - 1].to_string();
+            assert_eq!(rest, preset.args, "{}", preset.name);
+        }
+        let tiny = select(&["aco".into()], None, Some(1e-9)).expect("valid");
+        assert_eq!(tiny[0].args, ["aco", "--iterations", "1"], "at least one unit of work");
+    }
+
+    #[test]
     fn bad_selections_are_bad_input() {
-        for (names, args, needle) in [
-            (vec!["nbody".to_string()], None, "unknown workload"),
-            (vec!["aco".into(), "stream".into()], Some("--runs 1"), "exactly one"),
-            (vec!["aco".into()], Some("--threads 4"), "--threads"),
-            (vec!["aco".into()], Some("--json"), "--json"),
-            (vec!["aco".into(), "aco".into()], None, "twice"),
+        for (names, args, scale, needle) in [
+            (vec!["nbody".to_string()], None, None, "unknown workload"),
+            (
+                vec!["aco".into(), "stream".into()],
+                Some("--runs 1"),
+                None,
+                "exactly one",
+            ),
+            (vec!["aco".into()], Some("--threads 4"), None, "--threads"),
+            (vec!["aco".into()], Some("--json"), None, "--json"),
+            (vec!["aco".into(), "aco".into()], None, None, "twice"),
+            (vec!["aco".into()], Some("--iterations 9"), Some(2.0), "--scale"),
+            (vec!["aco".into()], None, Some(0.0), "> 0"),
+            (vec!["aco".into()], None, Some(f64::NAN), "> 0"),
         ] {
-            let err = select(&names, args).expect_err(needle);
+            let err = select(&names, args, scale).expect_err(needle);
             assert!(matches!(err, BenchError::BadInput(_)));
             assert!(err.to_string().contains(needle), "{err}");
         }

@@ -166,8 +166,9 @@ fn the_numa_level_moves_threads_between_nodes_made_of_real_cpus() {
 fn the_guard_hands_a_pipeline_back_to_linux() {
     // Five threads of a pipeline with blocking queues on two CPUs: Linux's
     // work-conserving balancing beats any pinning (static pinning took
-    // 1.7x as long here). Started round-robin, the learner pins; the guard
-    // measures the OS's windows better and leaves most of the run to it.
+    // 1.7x as long here). The learner pins round-robin from the start
+    // (champion first, no wait before the first probe); the guard measures
+    // the OS's windows better and leaves most of the run to it.
     let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
     if allowed.len() < 2 {
@@ -177,7 +178,11 @@ fn the_guard_hands_a_pipeline_back_to_linux() {
     let pair: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("rr.toml");
-    std::fs::write(&config, "[learn]\nstart = \"round-robin\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[learn]\nstart = \"round-robin\"\n[learn.guard]\nfirst = \"learn\"\nassumed_loss = 0.0\n",
+    )
+    .unwrap();
     let exe = env!("CARGO_BIN_EXE_pinlearn");
     let out = run(&[
         "run",

@@ -225,12 +225,22 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_pin_first_file_starts_round_robin_behind_linux() {
-        let text = include_str!("../../../configs/pin-first.toml");
-        let s = Settings::from_toml_str(text).expect("configs/pin-first.toml is valid");
-        assert_eq!(s.learn.start, pinlearn_policy::Start::RoundRobin);
-        assert_eq!(s.learn.guard.first, pinlearn_policy::Arm::Os);
-        assert!(s.learn.guard.enabled);
+    fn the_shipped_probe_early_file_is_the_default_without_the_wait() {
+        let text = include_str!("../../../configs/probe-early.toml");
+        let s = Settings::from_toml_str(text).expect("configs/probe-early.toml is valid");
+        assert_eq!(
+            s.learn.guard.assumed_loss, 0.0,
+            "the learner's first probe comes at once"
+        );
+        let defaults = Settings::default();
+        assert_ne!(defaults.learn.guard.assumed_loss, 0.0);
+        let with_wait = pinlearn_policy::GuardConfig {
+            assumed_loss: defaults.learn.guard.assumed_loss,
+            ..s.learn.guard
+        };
+        assert_eq!(with_wait, defaults.learn.guard, "otherwise the default guard");
+        assert_eq!(s.learn.start, defaults.learn.start);
+        assert_eq!(s.learn.pla, defaults.learn.pla);
     }
 
     #[test]

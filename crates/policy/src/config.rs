@@ -27,11 +27,12 @@ use crate::pla::PlaConfig;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Start {
-    /// On the thread's round-robin core (papers 000, 003).
-    RoundRobin,
-    /// On the thread's whole node: the OS balances until learning pins
-    /// (the default: where Linux is already right, nothing changes).
+    /// On the thread's round-robin core (papers 000, 003; the default: the
+    /// do-no-harm guard leaves the threads to Linux until this start has
+    /// measured better).
     #[default]
+    RoundRobin,
+    /// On the thread's whole node: the OS balances until learning pins.
     Os,
 }
 
@@ -49,9 +50,9 @@ pub struct LearnConfig {
     pub guard: GuardConfig,
     /// Re-assign every thread round-robin when one ends (paper 003 §3.1).
     pub reset_on_exit: bool,
-    /// Where a new thread starts: on its round-robin core (the papers), or
-    /// on its whole node, where the OS balances (learning then pins only
-    /// what measures better).
+    /// Where a new thread's automaton starts: on its round-robin core (the
+    /// papers), or on its whole node, where the OS balances (learning then
+    /// pins only what measures better).
     pub start: Start,
     /// Learn the NUMA node (aspiration learning) on machines with 2+ nodes;
     /// off: threads keep their round-robin node. Not a file key: the
@@ -77,7 +78,7 @@ impl Default for LearnConfig {
             numa: AspirationConfig::default(),
             guard: GuardConfig::default(),
             reset_on_exit: true,
-            start: Start::Os,
+            start: Start::RoundRobin,
             numa_level: true,
             core_level: true,
         }
@@ -121,7 +122,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 15] = [
+        let checks: [(&'static str, f64, bool, &'static str); 16] = [
             ("pla.step", self.pla.step, open_closed(self.pla.step), "in (0, 1]"),
             (
                 "pla.lambda",
@@ -179,6 +180,12 @@ impl LearnConfig {
                 self.guard.probe_cost,
                 self.guard.probe_cost > 0.0 && self.guard.probe_cost < 1.0,
                 "in (0, 1)",
+            ),
+            (
+                "guard.assumed_loss",
+                self.guard.assumed_loss,
+                closed(self.guard.assumed_loss),
+                "in [0, 1]",
             ),
             (
                 "guard.max_gap",
@@ -406,6 +413,16 @@ mod tests {
                     ..base
                 },
                 "objective",
+            ),
+            (
+                LearnConfig {
+                    guard: GuardConfig {
+                        assumed_loss: 1.5,
+                        ..base.guard
+                    },
+                    ..base
+                },
+                "guard.assumed_loss",
             ),
         ];
         for (cfg, key) in cases {

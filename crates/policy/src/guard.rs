@@ -8,25 +8,33 @@
 //!        score before ────────────┘          │            └─── score after
 //!                                            ▼
 //!        probe > mean(before, after) · (1 + margin) ?
-//!          yes ─► the probe's arm becomes champion, probe again after 1 window
-//!          no  ─► the champion stays; the gap between probes doubles up to
-//!                 ⌈probe's loss / probe_cost⌉ (≤ max_gap): probing costs about
-//!                 probe_cost of the run, however much worse the loser is
+//!          yes ─► the probe's arm becomes champion
+//!          no  ─► the champion stays; the probe's loss is added to `spent`
+//!
+//!   next probe once the run can afford it:
+//!        spent + expected loss ≤ probe_cost · (windows so far + 1)
+//!        expected loss = the arm's last measured loss, or `assumed_loss`
+//!        before it was ever measured (so the first probe waits
+//!        assumed_loss / probe_cost windows: 15, 4.5 s, by default);
+//!        never more than `max_gap` champion windows between probes
 //!
 //!   score of a window = mean application progress over its periods,
 //!   the first one left out (threads are still moving there)
 //! ```
 //!
-//! The learner starts as champion (`first = "os"`: Linux does, and the
-//! learner's first window is a probe). Where Linux is already right (blocking
-//! synchronisation on free cores, pipelines with more threads than cores)
-//! an Os probe measures better and takes over, and the learner keeps
-//! learning only in its probe windows; where the learner finds something the
-//! OS cannot see, it wins the probes and the Os probes become rare. Comparing
-//! each probe with the windows on both sides of it cancels load that changes
-//! steadily. Progress is the application's own rate (heartbeats, or
-//! instructions) where the target knows it, else the sum of the threads'
-//! speeds; the engine passes it in [`crate::PeriodInput::progress`].
+//! By default Linux is champion (`first = "os"`) and the learner's first
+//! window is a probe once the run is long enough that a wrong pin costs at
+//! most `probe_cost` of it: short runs stay Linux's. Where Linux is already
+//! right (blocking synchronisation with one thread per free core, independent
+//! work next to a load) the learner's probes lose and stay rare; where the
+//! learner finds something the OS cannot see (threads that meet often, next
+//! to another program's load), its probe wins and Linux's windows become the
+//! rare ones. Probing a loser costs about `probe_cost` of the run however
+//! much worse it is. Comparing each probe with the windows on both sides of
+//! it cancels load that changes steadily. Progress is the application's own
+//! rate (heartbeats, or instructions) where the target knows it, else the sum
+//! of the threads' speeds; the engine passes it in
+//! [`crate::PeriodInput::progress`].
 
 use serde::{Deserialize, Serialize};
 
@@ -43,11 +51,15 @@ pub struct GuardConfig {
     /// Share of the run the probes may cost: the worse the other arm
     /// measured, the rarer it is probed, in (0, 1).
     pub probe_cost: f64,
-    /// Longest run of champion windows between two probes (at least 1).
+    /// Loss assumed for an arm never measured, in [0, 1]: its first probe
+    /// waits until the run so far can pay for it.
+    pub assumed_loss: f64,
+    /// Longest run of champion windows between two probes (at least 1),
+    /// whatever the budget says: a change of load is noticed within it.
     pub max_gap: u32,
-    /// The champion before anything was measured: `learn` (Linux gets the
-    /// second window) or `os` (the learner's first window is a probe and
-    /// it takes over only once it measures better).
+    /// The champion before anything was measured: `os` (the learner's
+    /// first window is a probe and it takes over only once it measures
+    /// better) or `learn` (Linux's first window is the probe).
     pub first: Arm,
 }
 
@@ -58,8 +70,9 @@ impl Default for GuardConfig {
             window: 6,
             margin: 0.02,
             probe_cost: 0.02,
+            assumed_loss: 0.3,
             max_gap: 64,
-            first: Arm::Learn,
+            first: Arm::Os,
         }
     }
 }
@@ -88,10 +101,15 @@ impl Arm {
 pub struct Guard {
     cfg: GuardConfig,
     champion: Arm,
-    /// Champion windows to run between two probes.
-    gap: u32,
     /// Champion windows run since the last probe.
     since_probe: u32,
+    /// Windows closed so far.
+    windows: u64,
+    /// Sum of the probes' losses (each a share of one window's progress).
+    spent: f64,
+    /// What the next probe is expected to lose (the other arm's last
+    /// measured loss against the champion, `assumed_loss` before any).
+    expected_loss: f64,
     /// Arm of the window in progress and periods of it decided so far.
     window_arm: Arm,
     window_period: u32,
@@ -127,8 +145,10 @@ impl Guard {
         Guard {
             cfg,
             champion: first,
-            gap: 1,
             since_probe: 0,
+            windows: 0,
+            spent: 0.0,
+            expected_loss: cfg.assumed_loss,
             window_arm: first,
             window_period: 0,
             sum: 0.0,
@@ -188,6 +208,7 @@ impl Guard {
         self.sum = 0.0;
         self.count = 0;
         self.window_period = 0;
+        self.windows += 1;
 
         if self.window_arm != self.champion {
             // A probe ended: the next window is the champion's, to compare.
@@ -200,24 +221,27 @@ impl Guard {
                 (Some(a), Some(b)) => Some((a + b) / 2.0),
                 (a, b) => a.or(b),
             };
-            if let Some(base) = base {
+            if let Some(base) = base.filter(|&b| b > 0.0) {
                 if probe > base * (1.0 + self.cfg.margin) {
+                    // The old champion is the probe from now on: it is
+                    // expected to lose what the new one gained.
                     self.champion = self.champion.other();
                     self.stats.switches += 1;
-                    self.gap = 1;
+                    self.expected_loss = 1.0 - base / probe;
                     self.since_probe = 0;
                     self.before = Some(probe);
                     self.window_arm = self.champion;
                     return;
                 }
-                let loss = if base > 0.0 { (1.0 - probe / base).max(0.0) } else { 0.0 };
-                let affordable = (loss / self.cfg.probe_cost).ceil().clamp(1.0, f64::from(u32::MAX)) as u32;
-                self.gap = (self.gap * 2).min(affordable).clamp(1, self.cfg.max_gap.max(1));
+                let loss = (1.0 - probe / base).max(0.0);
+                self.spent += loss;
+                self.expected_loss = loss;
             }
         }
         self.before = score.or(self.before);
         self.since_probe += 1;
-        if self.since_probe >= self.gap {
+        let affordable = self.spent + self.expected_loss <= self.cfg.probe_cost * (self.windows + 1) as f64;
+        if affordable || self.since_probe >= self.cfg.max_gap.max(1) {
             self.since_probe = 0;
             self.window_arm = self.champion.other();
         }
@@ -228,11 +252,31 @@ impl Guard {
 mod tests {
     use super::*;
 
+    /// Short windows, the learner first, and no wait before the first
+    /// probe, so the comparisons start at once.
     fn cfg() -> GuardConfig {
         GuardConfig {
             window: 4,
+            first: Arm::Learn,
+            assumed_loss: 0.0,
             ..GuardConfig::default()
         }
+    }
+
+    #[test]
+    fn by_default_linux_runs_until_the_run_can_afford_a_probe() {
+        // Nothing measured yet: a probe is assumed to lose 30%, which 2% of
+        // the run pays for after 15 windows (90 periods of 6).
+        let mut guard = Guard::new(GuardConfig::default());
+        let arms = run(
+            &mut guard,
+            84 + 6 + 6,
+            |arm, _| if arm == Arm::Learn { 2.0 } else { 1.0 },
+        );
+        assert!(arms[..84].iter().all(|&a| a == Arm::Os), "{arms:?}");
+        assert!(arms[84..90].iter().all(|&a| a == Arm::Learn), "{arms:?}");
+        guard.next(Some(1.0));
+        assert_eq!(guard.champion(), Arm::Learn, "the learner's probe won");
     }
 
     #[test]
@@ -285,18 +329,50 @@ mod tests {
         assert_eq!(&arms[..12], &[[Arm::Learn; 4], [Arm::Os; 4], [Arm::Learn; 4]].concat());
         assert_eq!(guard.champion(), Arm::Learn);
         assert_eq!(guard.stats().switches, 0);
-        // The Os loses half the progress: gaps 1, 2, 4, ... up to
-        // 0.5 / 0.02 = 25 windows.
-        let os = arms.iter().filter(|&&a| a == Arm::Os).count();
-        assert!(os * 15 <= 2000, "{os} Os periods of 2000");
+        // Each Os probe loses half a window's progress; 2% of 500 windows
+        // pays for 20 of them.
+        let os_windows = arms.iter().filter(|&&a| a == Arm::Os).count() / 4;
+        assert!((15..=21).contains(&os_windows), "{os_windows} Os windows of 500");
         let tail_os = arms[1000..].iter().filter(|&&a| a == Arm::Os).count();
-        assert!(tail_os * 25 <= 1000 + 25 * 4, "{tail_os} Os periods in the last 1000");
         assert!(tail_os > 0, "the Os is still probed");
+    }
+
+    proptest::proptest! {
+        /// However much worse the other arm is, probing it costs at most
+        /// `probe_cost` of the run, plus what the first probe lost beyond
+        /// the loss assumed for it.
+        #[test]
+        fn probing_a_loser_costs_at_most_probe_cost_of_the_run(
+            loss in 0.03f64..1.0,
+            assumed_loss in 0.0f64..0.5,
+            windows in 10usize..600,
+        ) {
+            let cfg = GuardConfig { assumed_loss, max_gap: u32::MAX, ..GuardConfig::default() };
+            let mut guard = Guard::new(cfg);
+            let window = cfg.window as usize;
+            let arms = run(&mut guard, windows * window, |arm, _| if arm == Arm::Os { 1.0 } else { 1.0 - loss });
+            let learn_windows = arms.iter().filter(|&&a| a == Arm::Learn).count() as f64 / window as f64;
+            let budget = cfg.probe_cost * windows as f64 + (loss - assumed_loss).max(0.0);
+            proptest::prop_assert!(learn_windows * loss <= budget + 1e-9,
+                "{learn_windows} learner windows losing {loss} each, budget {budget}");
+            proptest::prop_assert_eq!(guard.champion(), Arm::Os);
+        }
+    }
+
+    #[test]
+    fn max_gap_bounds_the_wait_between_probes() {
+        let cfg = GuardConfig { max_gap: 3, ..cfg() };
+        let mut guard = Guard::new(cfg);
+        let arms = run(&mut guard, 400, |arm, _| if arm == Arm::Learn { 1.0 } else { 0.1 });
+        // Learn, Os probe, then at most 3 Learn windows before the next.
+        let windows: Vec<Arm> = arms.chunks(4).map(|w| w[0]).collect();
+        let longest = windows.split(|&a| a == Arm::Os).skip(1).map(<[Arm]>::len).max();
+        assert_eq!(longest, Some(3), "{windows:?}");
     }
 
     #[test]
     fn a_probe_nearly_as_good_as_the_champion_is_tried_often() {
-        // 1% worse: the gap stays at one window (probing costs ~0.5%).
+        // 1% worse: probing every other window costs ~0.5% of the run.
         let mut guard = Guard::new(cfg());
         let arms = run(&mut guard, 400, |arm, _| if arm == Arm::Learn { 1.01 } else { 1.0 });
         let os = arms.iter().filter(|&&a| a == Arm::Os).count();
@@ -317,7 +393,7 @@ mod tests {
         assert!(arms[12..16].iter().all(|&a| a == Arm::Os));
         let learn_tail = arms[100..].iter().filter(|&&a| a == Arm::Learn).count();
         assert!(learn_tail > 0, "the learner is still probed");
-        // 40% worse: probed about every 20 windows once settled.
+        // 40% worse: probed about every 20 windows (0.4 / 0.02).
         assert!(learn_tail * 10 <= 300, "{learn_tail} learn periods of the last 300");
     }
 

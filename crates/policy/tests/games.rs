@@ -179,7 +179,7 @@ fn shared_cores_speeds(places: &[usize]) -> Vec<f64> {
 fn play_shared_cores(objective: Objective, seed: u64) -> (usize, usize) {
     let cfg = LearnConfig {
         objective,
-        ..LearnConfig::default()
+        ..unguarded()
     };
     let mut policy = LearnPolicy::new(Layout::uniform(1, 2), cfg, seed);
     let mut noise = ChaCha8Rng::seed_from_u64(seed + 100);
