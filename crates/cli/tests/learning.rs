@@ -198,7 +198,7 @@ fn the_guard_hands_a_pipeline_back_to_linux() {
         "--stages",
         "3,1,1",
         "--items",
-        "600000",
+        "1200000",
         "--quiet",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

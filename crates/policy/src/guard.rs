@@ -8,13 +8,17 @@
 //!        score before ────────────┘          │            └─── score after
 //!                                            ▼
 //!        probe > mean(before, after) · (1 + margin) ?
-//!          yes ─► the probe's arm becomes champion
+//!          yes ─► the probe's arm becomes champion, and the old one is
+//!                 probed again right after one window (a lucky window
+//!                 must not decide for long)
 //!          no  ─► the champion stays; the probe's loss is added to `spent`
 //!
 //!   next probe once the run can afford it:
 //!        spent + expected loss ≤ probe_cost · (windows so far + 1)
-//!        expected loss = the arm's last measured loss, or `assumed_loss`
-//!        before it was ever measured (so the first probe waits
+//!        expected loss = 1 − (the other arm's last score / the champion's
+//!        last window), at least 0: a champion that got worse than the
+//!        other arm was is checked at once; `assumed_loss` before the other
+//!        arm was ever measured (so the first probe waits
 //!        assumed_loss / probe_cost windows: 15, 4.5 s, by default);
 //!        never more than `max_gap` champion windows between probes
 //!
@@ -107,9 +111,11 @@ pub struct Guard {
     windows: u64,
     /// Sum of the probes' losses (each a share of one window's progress).
     spent: f64,
-    /// What the next probe is expected to lose (the other arm's last
-    /// measured loss against the champion, `assumed_loss` before any).
-    expected_loss: f64,
+    /// The other arm's last score (its probe, or its last windows as
+    /// champion before it lost): what a probe of it is expected to yield.
+    other: Option<f64>,
+    /// The champion just took over: probe the old one once more at once.
+    confirm: bool,
     /// Arm of the window in progress and periods of it decided so far.
     window_arm: Arm,
     window_period: u32,
@@ -148,7 +154,8 @@ impl Guard {
             since_probe: 0,
             windows: 0,
             spent: 0.0,
-            expected_loss: cfg.assumed_loss,
+            other: None,
+            confirm: false,
             window_arm: first,
             window_period: 0,
             sum: 0.0,
@@ -223,25 +230,27 @@ impl Guard {
             };
             if let Some(base) = base.filter(|&b| b > 0.0) {
                 if probe > base * (1.0 + self.cfg.margin) {
-                    // The old champion is the probe from now on: it is
-                    // expected to lose what the new one gained.
                     self.champion = self.champion.other();
                     self.stats.switches += 1;
-                    self.expected_loss = 1.0 - base / probe;
+                    self.other = Some(base);
+                    self.confirm = true;
                     self.since_probe = 0;
                     self.before = Some(probe);
                     self.window_arm = self.champion;
                     return;
                 }
-                let loss = (1.0 - probe / base).max(0.0);
-                self.spent += loss;
-                self.expected_loss = loss;
+                self.spent += (1.0 - probe / base).max(0.0);
+                self.other = Some(probe);
             }
         }
         self.before = score.or(self.before);
         self.since_probe += 1;
-        let affordable = self.spent + self.expected_loss <= self.cfg.probe_cost * (self.windows + 1) as f64;
-        if affordable || self.since_probe >= self.cfg.max_gap.max(1) {
+        let expected_loss = match (self.other, self.before) {
+            (Some(other), Some(current)) if current > 0.0 => (1.0 - other / current).max(0.0),
+            _ => self.cfg.assumed_loss,
+        };
+        let affordable = self.spent + expected_loss <= self.cfg.probe_cost * (self.windows + 1) as f64;
+        if std::mem::take(&mut self.confirm) || affordable || self.since_probe >= self.cfg.max_gap.max(1) {
             self.since_probe = 0;
             self.window_arm = self.champion.other();
         }
@@ -357,6 +366,60 @@ mod tests {
                 "{learn_windows} learner windows losing {loss} each, budget {budget}");
             proptest::prop_assert_eq!(guard.champion(), Arm::Os);
         }
+    }
+
+    #[test]
+    fn a_champion_that_falls_below_the_other_arm_is_checked_at_once() {
+        // The learner is twice as good, so Linux is probed rarely; then the
+        // learner's placement goes bad (half Linux's progress): Linux gets
+        // a probe within a few windows, not a gap later, and takes over.
+        let mut guard = Guard::new(cfg());
+        let drop_at = 400;
+        let rate = |arm: Arm, period: usize| match arm {
+            Arm::Os => 1.0,
+            Arm::Learn if period < drop_at => 2.0,
+            Arm::Learn => 0.5,
+        };
+        let arms = run(&mut guard, 600, rate);
+        assert_eq!(guard.champion(), Arm::Os);
+        let first_os_after = arms[drop_at..]
+            .iter()
+            .position(|&a| a == Arm::Os)
+            .expect("Linux probed");
+        assert!(
+            first_os_after <= 3 * 4,
+            "Linux probed {first_os_after} periods after the drop"
+        );
+        assert!(arms[drop_at + 6 * 4..].iter().filter(|&&a| a == Arm::Os).count() > 150);
+    }
+
+    #[test]
+    fn a_lucky_window_is_checked_again_at_once() {
+        // Linux's first probe window is lucky (3x); otherwise the learner is
+        // 1.5x Linux. Linux takes over, the learner is probed right after
+        // one window and takes back the lead.
+        let mut guard = Guard::new(cfg());
+        let mut os_windows = 0;
+        let mut arms = Vec::new();
+        let mut last: Option<Arm> = None;
+        for period in 0..40 {
+            let progress = last.map(|arm| match arm {
+                Arm::Learn => 1.5,
+                Arm::Os if os_windows <= 1 && period < 9 => 3.0,
+                Arm::Os => 1.0,
+            });
+            let arm = guard.next(progress);
+            if arm == Arm::Os && last != Some(Arm::Os) {
+                os_windows += 1;
+            }
+            arms.push(arm);
+            last = Some(arm);
+        }
+        let windows: Vec<Arm> = arms.chunks(4).map(|w| w[0]).collect();
+        use Arm::{Learn as L, Os as O};
+        assert_eq!(&windows[..6], &[L, O, L, O, L, O], "{windows:?}");
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert_eq!(guard.stats().switches, 2);
     }
 
     #[test]
