@@ -163,6 +163,11 @@ pub struct SimMachine {
     next_balance: f64,
     balance_ticks: u64,
     last_observe: Option<f64>,
+    /// `totals.work` at the last observation, and the work rate (core-seconds
+    /// per second) over the period it closed: the application's progress,
+    /// as the real workloads' heartbeats report it.
+    work_at_observe: f64,
+    last_progress: Option<f64>,
     rng: ChaCha8Rng,
     completion: Option<f64>,
     /// Nominal core-seconds each core gave to application threads.
@@ -235,6 +240,8 @@ impl SimMachine {
             next_balance: 0.0,
             balance_ticks: 0,
             last_observe: None,
+            work_at_observe: 0.0,
+            last_progress: None,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51a7_0000_0001),
             completion: None,
             app_cpu_s: vec![0.0; m],
@@ -754,6 +761,8 @@ impl Target for SimMachine {
     fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
         let elapsed = self.last_observe.map(|t| self.now - t).filter(|&e| e > 0.0);
         self.last_observe = Some(self.now);
+        self.last_progress = elapsed.map(|e| (self.totals.work - self.work_at_observe) / e);
+        self.work_at_observe = self.totals.work;
         for index in 0..self.threads.len() {
             if self.program.tasks()[index].activity == Activity::Done {
                 continue;
@@ -788,6 +797,10 @@ impl Target for SimMachine {
 
     fn initial_place(&self, _key: ThreadKey) -> Option<usize> {
         Some(self.whole)
+    }
+
+    fn progress(&self) -> Option<f64> {
+        self.last_progress
     }
 
     fn info(&self, key: ThreadKey) -> ThreadInfo {

@@ -182,6 +182,37 @@ fn work_is_conserved_and_measured_progress_adds_up_to_it() {
 }
 
 #[test]
+fn progress_is_the_useful_work_rate_not_the_cpu_spinning_takes() {
+    // Two barrier threads that spin while they wait, one of them on a core
+    // shared with a background program: the cpu the spinner burns is not
+    // progress; the work done per second is.
+    let places = places("node:1 core:2 pu:1");
+    let mut workload = spec(WorkloadKind::BarrierSpin, 2, 2.0);
+    workload.spin_s = Some(10.0);
+    let background = BackgroundSchedule::new(vec![(0.0, vec![1.0, 0.0])]);
+    let mut machine = SimMachine::new(&places, &workload, background, exact(SimMetric::Cpu), 1);
+    observe(&mut machine);
+    assert_eq!(machine.progress(), None, "nothing measured yet");
+    pin(&mut machine, 0, 0);
+    pin(&mut machine, 1, 1);
+    machine.advance_to(0.5);
+    observe(&mut machine);
+    let work = machine.totals().work;
+    // Rounds of 0.1 core-seconds per thread last 0.2 s (thread 0 runs at
+    // half speed): in 0.5 s thread 0 did 0.25, thread 1 its 2.5 rounds'
+    // worth plus the start of the third, 0.3, and spun the rest.
+    assert!(close(work, 0.55, 1e-9), "{work}");
+    assert!(close(machine.progress().unwrap(), work / 0.5, 1e-9));
+    machine.advance_to(1.0);
+    observe(&mut machine);
+    let second = machine.totals().work - work;
+    assert!(
+        close(machine.progress().unwrap(), second / 0.5, 1e-9),
+        "per period, not cumulative"
+    );
+}
+
+#[test]
 fn barrier_rounds_wait_for_the_slowest_thread() {
     let places = places("node:1 core:2 pu:1");
     let workload = spec(WorkloadKind::Barrier, 2, 2.0);
