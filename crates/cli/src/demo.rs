@@ -285,7 +285,7 @@ fn print_results(args: &DemoArgs, loaded: usize, linux: &Side, learned: &Side, s
     );
     if let Some(guard) = &summary.guard {
         println!(
-            "  Linux placed the threads in {:.0}% of that run's periods (the first seconds, then its probe windows).",
+            "  Linux placed the threads in {:.0}% of that run's periods (the first seconds, then its windows as the better side or as a probe).",
             100.0 * guard.os_share
         );
     }
