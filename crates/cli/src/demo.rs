@@ -146,13 +146,18 @@ pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
     say(format!(
         "pinlearn demo: ACO on OR-Library wt40:1 with {threads} threads that spin 1 ms, then sleep, at every barrier,\n\
          while a program in another session keeps CPU {loaded} busy. Linux alone vs pinlearn ({}),\n\
-         {} runs each, alternating (about a minute). pinlearn leaves each run's first seconds to Linux,\n\
-         then compares its own placement with Linux's and keeps the better one.",
+         {} runs each, alternating.{}",
         args.config.as_ref().map_or("default settings".to_string(), |p| format!(
             "settings from {}",
             p.display()
         )),
-        args.repeat
+        args.repeat,
+        if base.learn.guard.enabled {
+            " pinlearn leaves each run's first seconds to Linux,\n\
+             then compares its own placement with Linux's and keeps the better one."
+        } else {
+            " The do-no-harm guard is off: pinlearn learns from the first period."
+        }
     ));
     let settings = Settings {
         seed: args.seed,
