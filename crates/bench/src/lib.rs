@@ -25,94 +25,118 @@
 mod best_static;
 mod results;
 mod runner;
-mod scenario;
-mod scheduler;
 mod workload;
 
-pub use results::{BenchResults, BestStaticRecord, CalibrationRecord, RunRecord, Setup, SummaryRecord};
-pub use scenario::{Availability, Level, LoadPlan, Scenario};
-pub use scheduler::Scheduler;
+pub use results::{BenchResults, BestStaticRecord, CalibrationRecord, Setup};
 pub use workload::{BenchWorkload, PRESETS, Preset};
 
 use best_static::Candidates;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pinlearn_engine::PolicyChoice;
+use pinlearn_experiment::{Level, RunRecord, Scenario, Scheduler, SchedulerKind, interleaved, summarise};
+use pinlearn_report::Output;
 use pinlearn_topology::{CpuSet, Topology};
 use runner::{Measured, Placement, RunSpec, Runner};
 use std::collections::{BTreeSet, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-/// Runs the papers' experiment matrix: workloads x scenarios x schedulers,
-/// repeated and interleaved.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BenchCommand {
-    /// Workloads to run, comma-separated: aco, aco-spin, pipeline, blackscholes,
-    /// swaptions, binpack, stream [default: all]
-    #[arg(long, value_delimiter = ',', value_name = "NAME")]
-    pub workload: Vec<String>,
-    /// Arguments for `pinlearn work NAME` replacing the preset's (one workload only)
-    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+/// What `pinlearn bench` was asked to do: workloads x scenarios x
+/// schedulers, repeated and interleaved. The binary parses the flags.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Preset names (aco, aco-spin, ...); empty: every preset.
+    pub workloads: Vec<String>,
+    /// Arguments for `pinlearn work NAME` replacing the preset's (one workload only).
     pub workload_args: Option<String>,
-    /// Multiply each preset's amount of work by F (runs about F times as long; the
-    /// learner's first probe comes after ~4.5 s, so its wins need runs of 10 s or more)
-    #[arg(long, value_name = "F")]
+    /// Multiply each preset's amount of work by this factor.
     pub scale: Option<f64>,
-    /// Schedulers, comma-separated: os, static, learn[:OBJECTIVE], best-static, with
-    /// optional @METRIC [default: os,static,learn; --matrix quick os,learn; full adds best-static]
-    #[arg(long, value_name = "LIST")]
-    pub schedulers: Option<String>,
-    /// Scenarios, comma-separated: A.1 ... C.3 (threads per core A 4, B 2, C 1; load 1 none,
-    /// 2 on half the cores, 3 from a third of the run, D alternating halves) and D [default: C.1,C.2]
-    #[arg(long, value_name = "LIST", conflicts_with = "matrix")]
-    pub scenarios: Option<String>,
-    /// A predefined matrix: quick (C.1, C.2) or full (A.1 ... C.3 and D)
-    #[arg(long, value_enum)]
+    /// None: the matrix's (or os, static, learn).
+    pub schedulers: Option<Vec<Scheduler>>,
+    /// None: the matrix's (or the quick matrix).
+    pub scenarios: Option<Vec<Scenario>>,
     pub matrix: Option<Matrix>,
-    /// Runs per scheduler and scenario
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
-    /// Only use these CPUs (list syntax such as 0-3,8), within the bench's own
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// A `pinlearn run --config` file for every managed run (the learner's tunables)
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<std::path::PathBuf>,
-    /// Session of the background load: own (another user's job: Linux's autogroup
-    /// shares CPU between it and the workload as groups) or same (thread by thread)
-    #[arg(long, value_enum, default_value_t = LoadSession::Own)]
+    /// Runs per scheduler and scenario.
+    pub repeat: usize,
+    /// Only these CPUs, within the bench's own.
+    pub cpus: Option<CpuSet>,
+    /// A `pinlearn run --config` file for every managed run.
+    pub config: Option<PathBuf>,
     pub load_session: LoadSession,
-    /// best-static tries at most this many distinct pinnings per scenario (else it is skipped)
-    #[arg(long, default_value_t = 16, value_name = "N")]
+    /// best-static tries at most this many distinct pinnings per scenario.
     pub best_static_max: usize,
-    /// Write every run and the summaries as JSON to FILE
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the tables as Markdown to FILE
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-    /// Draw SVG plots: FILE-WORKLOAD-times.svg, FILE-WORKLOAD-SCENARIO-speed.svg
-    #[arg(long, value_name = "FILE.svg")]
+    pub json: Option<Output>,
+    pub markdown: Option<Output>,
+    /// SVG plots: PREFIX-WORKLOAD-times.svg, PREFIX-WORKLOAD-SCENARIO-speed.svg.
     pub plot: Option<PathBuf>,
-    /// Print only the tables (no progress)
-    #[arg(long, short)]
+    /// No progress on stderr.
     pub quiet: bool,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            workloads: Vec::new(),
+            workload_args: None,
+            scale: None,
+            schedulers: None,
+            scenarios: None,
+            matrix: None,
+            repeat: 3,
+            cpus: None,
+            config: None,
+            load_session: LoadSession::Own,
+            best_static_max: 16,
+            json: None,
+            markdown: None,
+            plot: None,
+            quiet: false,
+        }
+    }
+}
+
+/// A predefined matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Matrix {
-    /// C.1 and C.2 for every workload, os and learn: a few minutes on 2 cores
+    /// C.1 and C.2 for every workload, os and learn: a few minutes on 2 cores.
     Quick,
-    /// A.1 ... C.3 and D for every workload, plus best-static: under an hour on 2 cores
+    /// A.1 ... C.3 and D for every workload, plus best-static: under an hour on 2 cores.
     Full,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+impl FromStr for Matrix {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "quick" => Ok(Matrix::Quick),
+            "full" => Ok(Matrix::Full),
+            other => Err(format!("unknown matrix {other:?}: use quick or full")),
+        }
+    }
+}
+
+/// Session of the background load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoadSession {
-    /// `pinlearn load --setsid`: its own session and autogroup
+    /// `pinlearn load --setsid`: its own session and autogroup (another user's job).
     Own,
-    /// The bench's session, like the workload
+    /// The bench's session, like the workload.
     Same,
+}
+
+impl FromStr for LoadSession {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "own" => Ok(LoadSession::Own),
+            "same" => Ok(LoadSession::Same),
+            other => Err(format!("unknown load session {other:?}: use own or same")),
+        }
+    }
 }
 
 /// What went wrong; `is_bad_input` tells the CLI to exit with status 2.
@@ -122,8 +146,8 @@ pub enum BenchError {
     BadInput(String),
     #[error("run {run} failed: {reason}")]
     RunFailed { run: String, reason: String },
-    #[error("cannot write {path}: {reason}")]
-    Output { path: String, reason: String },
+    #[error("{0}")]
+    Output(String),
     #[error(transparent)]
     Plot(#[from] pinlearn_report::ReportError),
     #[error("{0}")]
@@ -134,34 +158,59 @@ impl BenchError {
     pub fn is_bad_input(&self) -> bool {
         matches!(self, BenchError::BadInput(_))
     }
+}
 
-    /// 2 for bad input, 1 otherwise.
-    pub fn exit_status(&self) -> i32 {
-        if self.is_bad_input() { 2 } else { 1 }
+/// Checks the options and plans the bench without running anything:
+/// `pinlearn bench --dry-run` prints [`BenchPlan::describe`].
+pub fn plan(options: &BenchOptions, pinlearn_exe: &Path) -> Result<BenchPlan, BenchError> {
+    Plan::new(options, pinlearn_exe).map(BenchPlan)
+}
+
+/// A checked bench, ready to run.
+pub struct BenchPlan(Plan);
+
+impl BenchPlan {
+    /// Cells, schedulers, repeats, every scenario's load schedule on these
+    /// CPUs and a rough estimate of the time (from the presets' run times
+    /// measured on a 2-core machine, scaled by `--scale`).
+    pub fn describe(&self) -> String {
+        self.0.describe()
     }
 }
 
-/// Runs the bench described by `cmd`, running `pinlearn_exe` (the CLI passes
-/// `std::env::current_exe()`) for every run, and prints the tables on stdout.
-pub fn run(cmd: &BenchCommand, pinlearn_exe: &Path) -> Result<(), BenchError> {
-    let plan = Plan::new(cmd, pinlearn_exe)?;
+/// Runs the bench described by `options`, running `pinlearn_exe` (the CLI
+/// passes `std::env::current_exe()`) for every run; prints the tables on
+/// stdout (on stderr when `--json -` or `--markdown -` take stdout) and
+/// writes the exports.
+pub fn run(options: &BenchOptions, pinlearn_exe: &Path) -> Result<BenchResults, BenchError> {
+    let plan = Plan::new(options, pinlearn_exe)?;
     let (results, traces) = plan.execute()?;
-    print!("{}", results.to_text());
-    if let Some(path) = &cmd.json {
-        results.write_json(path)?;
+    let stdout_taken = [&options.json, &options.markdown]
+        .into_iter()
+        .flatten()
+        .any(Output::is_stdout);
+    if stdout_taken {
+        if !options.quiet {
+            eprint!("{}", results.to_text());
+        }
+    } else {
+        print!("{}", results.to_text());
     }
-    if let Some(path) = &cmd.markdown {
-        results::write_file(path, &results.to_markdown())?;
+    if let Some(output) = &options.json {
+        output.write(&results.to_json()).map_err(BenchError::Output)?;
     }
-    if let Some(prefix) = &cmd.plot {
+    if let Some(output) = &options.markdown {
+        output.write(&results.to_markdown()).map_err(BenchError::Output)?;
+    }
+    if let Some(prefix) = &options.plot {
         let written = results::write_plots(&results, prefix, &traces.paths)?;
-        if !cmd.quiet {
+        if !options.quiet {
             for path in written {
                 eprintln!("bench: wrote {}", path.display());
             }
         }
     }
-    Ok(())
+    Ok(results)
 }
 
 /// Everything checked and decided before the first run.
@@ -171,7 +220,8 @@ struct Plan {
     scenarios: Vec<Scenario>,
     repeat: usize,
     runner: Runner,
-    cores: Vec<CpuSet>,
+    /// Cores per NUMA node of the bench's CPUs (the scenarios' load is per node).
+    cores_per_node: Vec<usize>,
     best_static_max: usize,
     keep_traces: bool,
     quiet: bool,
@@ -185,34 +235,50 @@ struct Traces {
 }
 
 impl Plan {
-    fn new(cmd: &BenchCommand, exe: &Path) -> Result<Self, BenchError> {
-        let workloads = workload::select(&cmd.workload, cmd.workload_args.as_deref(), cmd.scale)?;
-        let scenarios = match (&cmd.scenarios, cmd.matrix) {
-            (Some(list), _) => scenario::parse_list(list)?,
-            (None, Some(Matrix::Full)) => scenario::full_matrix(),
-            (None, _) => scenario::quick_matrix(),
+    fn new(options: &BenchOptions, exe: &Path) -> Result<Self, BenchError> {
+        let workloads = workload::select(&options.workloads, options.workload_args.as_deref(), options.scale)?;
+        let scenarios = match (&options.scenarios, options.matrix) {
+            (Some(list), _) => list.clone(),
+            (None, Some(Matrix::Full)) => Scenario::full_matrix(),
+            (None, _) => Scenario::quick_matrix(),
         };
-        let schedulers = match (&cmd.schedulers, cmd.matrix) {
-            (Some(list), _) => scheduler::parse_list(list)?,
-            (None, Some(Matrix::Full)) => scheduler::parse_list("os,static,learn,best-static")?,
-            (None, Some(Matrix::Quick)) => scheduler::parse_list("os,learn")?,
-            (None, _) => scheduler::parse_list("os,static,learn")?,
+        let policy = |choice| Scheduler::policy(choice);
+        let schedulers = match (&options.schedulers, options.matrix) {
+            (Some(list), _) => list.clone(),
+            (None, Some(Matrix::Full)) => vec![
+                policy(PolicyChoice::Os),
+                policy(PolicyChoice::Static),
+                policy(PolicyChoice::Learn),
+                Scheduler::BEST_STATIC,
+            ],
+            (None, Some(Matrix::Quick)) => vec![policy(PolicyChoice::Os), policy(PolicyChoice::Learn)],
+            (None, None) => vec![
+                policy(PolicyChoice::Os),
+                policy(PolicyChoice::Static),
+                policy(PolicyChoice::Learn),
+            ],
         };
-        if cmd.best_static_max == 0 {
+        if scenarios.is_empty() || schedulers.is_empty() {
+            return Err(BenchError::BadInput(
+                "nothing to run: give at least one scenario and one scheduler".into(),
+            ));
+        }
+        if options.repeat == 0 || options.repeat > 1000 {
+            return Err(BenchError::BadInput(format!(
+                "--repeat {} is out of range: use 1 to 1000",
+                options.repeat
+            )));
+        }
+        if options.best_static_max == 0 {
             return Err(BenchError::BadInput("--best-static-max must be at least 1".into()));
         }
-        for path in [&cmd.json, &cmd.markdown, &cmd.plot].into_iter().flatten() {
-            let parent = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            if !parent.is_dir() {
-                return Err(BenchError::BadInput(format!(
-                    "cannot write {}: directory {} does not exist",
-                    path.display(),
-                    parent.display()
-                )));
-            }
+        for output in [&options.json, &options.markdown].into_iter().flatten() {
+            output.check_writable().map_err(BenchError::BadInput)?;
+        }
+        if let Some(prefix) = &options.plot {
+            Output::File(prefix.clone())
+                .check_writable()
+                .map_err(BenchError::BadInput)?;
         }
         if !exe.is_file() {
             return Err(BenchError::Machine(format!(
@@ -223,21 +289,20 @@ impl Plan {
 
         let machine =
             Topology::detect().map_err(|e| BenchError::Machine(format!("cannot read the machine topology: {e}")))?;
-        let restricted = match &cmd.cpus {
-            Some(list) => {
-                let cpus = CpuSet::parse_list(list).map_err(|e| BenchError::BadInput(format!("--cpus: {e}")))?;
+        let restricted = match &options.cpus {
+            Some(cpus) => {
                 let outside = cpus.difference(&machine.cpus());
                 if cpus.is_empty() || !outside.is_empty() {
                     return Err(BenchError::BadInput(format!(
-                        "--cpus {list}: give CPUs within the bench's own ({})",
+                        "--cpus {cpus}: give CPUs within the bench's own ({})",
                         machine.cpus()
                     )));
                 }
-                Some(cpus)
+                Some(cpus.clone())
             }
             None => None,
         };
-        if let Some(path) = &cmd.config {
+        if let Some(path) = &options.config {
             pinlearn_engine::Settings::from_toml_file(path)
                 .map_err(|e| BenchError::BadInput(format!("--config: {e}")))?;
         }
@@ -248,15 +313,13 @@ impl Plan {
             None => machine,
         };
         let cores: Vec<CpuSet> = topology.cores().cloned().collect();
-        let (first, second) = scenario::halves(cores.len());
-        let union = |indices: &[usize]| indices.iter().fold(CpuSet::new(), |all, &i| all.union(&cores[i]));
+        let cores_per_node: Vec<usize> = topology.nodes().iter().map(|n| n.cores.len()).collect();
         let runner = Runner {
             exe: exe.to_path_buf(),
             cpus: restricted,
-            first_half: union(&first),
-            second_half: union(&second),
-            own_session: cmd.load_session == LoadSession::Own,
-            config: cmd.config.clone(),
+            cores: cores.clone(),
+            own_session: options.load_session == LoadSession::Own,
+            config: options.config.clone(),
         };
         let setup = Setup {
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
@@ -264,17 +327,16 @@ impl Plan {
             pinlearn: exe.display().to_string(),
             cpus: topology.cpus().to_string(),
             cores: cores.len(),
-            first_half_cpus: runner.first_half.to_string(),
-            second_half_cpus: runner.second_half.to_string(),
+            cores_per_node: cores_per_node.clone(),
             load_generator: "pinlearn load (one spinning thread pinned to each CPU)".into(),
-            load_session: match cmd.load_session {
+            load_session: match options.load_session {
                 LoadSession::Own => "own".into(),
                 LoadSession::Same => "same".into(),
             },
             autogroup: std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
                 .ok()
                 .map(|s| s.trim().to_string()),
-            repeat: cmd.repeat as usize,
+            repeat: options.repeat,
             schedulers: schedulers.iter().map(ToString::to_string).collect(),
             scenarios: scenarios.iter().map(ToString::to_string).collect(),
             workloads: workloads.iter().map(|w| (w.name.clone(), w.command_line())).collect(),
@@ -283,14 +345,85 @@ impl Plan {
             workloads,
             schedulers,
             scenarios,
-            repeat: cmd.repeat as usize,
+            repeat: options.repeat,
             runner,
-            cores,
-            best_static_max: cmd.best_static_max,
-            keep_traces: cmd.plot.is_some(),
-            quiet: cmd.quiet,
+            cores_per_node,
+            best_static_max: options.best_static_max,
+            keep_traces: options.plot.is_some(),
+            quiet: options.quiet,
             setup,
         })
+    }
+
+    fn cores(&self) -> usize {
+        self.runner.cores.len()
+    }
+
+    /// The plan in words, for `--dry-run`.
+    fn describe(&self) -> String {
+        let cores = self.cores();
+        let mut text = format!(
+            "bench plan: CPUs {} ({cores} cores, per node {:?}), {} repeats, schedulers {}\n",
+            self.setup.cpus,
+            self.cores_per_node,
+            self.repeat,
+            self.setup.schedulers.join(", ")
+        );
+        let managed = self
+            .schedulers
+            .iter()
+            .filter(|s| s.kind != SchedulerKind::BestStatic)
+            .count();
+        let mut estimate = 0.0;
+        let mut runs = 0;
+        for workload in &self.workloads {
+            text += &format!("{}: {}\n", workload.name, workload.command_line());
+            for scenario in &self.scenarios {
+                let threads = scenario.threads_for(cores);
+                let nominal = workload.expected_s;
+                let schedule = scenario.load_schedule(&self.cores_per_node, nominal, 20.0 * nominal);
+                let shown: Vec<String> = schedule
+                    .phases()
+                    .iter()
+                    .take(4)
+                    .map(|phase| {
+                        let cpus = phase
+                            .cores
+                            .iter()
+                            .fold(CpuSet::new(), |all, &c| all.union(&self.runner.cores[c]));
+                        if cpus.is_empty() {
+                            format!("from {:.1} s: none", phase.start_s)
+                        } else {
+                            format!("from {:.1} s: CPUs {cpus}", phase.start_s)
+                        }
+                    })
+                    .collect();
+                let more = if schedule.phases().len() > 4 { "; ..." } else { "" };
+                text += &format!(
+                    "  {scenario} ({}): {threads} threads; load {}{more}\n",
+                    scenario.describe(),
+                    shown.join("; ")
+                );
+                let best_static = self.schedulers.len() > managed;
+                let cell_runs = managed * self.repeat
+                    + if best_static {
+                        self.repeat + self.best_static_max
+                    } else {
+                        0
+                    };
+                runs += cell_runs;
+                estimate += cell_runs as f64 * nominal;
+            }
+            let levels: BTreeSet<Level> = self.scenarios.iter().map(|s| s.level).collect();
+            runs += levels.len();
+            estimate += levels.len() as f64 * workload.expected_s;
+        }
+        text += &format!(
+            "{runs} runs at most (calibration included), about {} of run time without load \
+             (preset times measured on 2 cores; loaded runs take longer)\n",
+            pinlearn_engine::format_duration(Duration::from_secs(estimate.round() as u64))
+        );
+        text
     }
 
     fn levels(&self) -> Vec<Level> {
@@ -309,15 +442,19 @@ impl Plan {
         let mut names: HashMap<(usize, Level), Vec<String>> = HashMap::new();
         for (w, workload) in self.workloads.iter().enumerate() {
             for &level in &levels {
-                let threads = level.threads_per_core() * self.cores.len().max(1);
-                let label = format!("{} {} calibration", workload.name, level_letter(level));
+                let threads = level.threads_per_core() * self.cores().max(1);
+                let label = format!("{} {} calibration", workload.name, level.letter());
                 progress.start(&label);
                 let measured = self.runner.run(&RunSpec {
                     label: label.clone(),
                     workload,
                     threads,
                     placement: Placement::Unmanaged(&linux_alone),
-                    load: LoadPlan::None,
+                    load: Scenario {
+                        level,
+                        load: pinlearn_experiment::Load::None,
+                    }
+                    .load_schedule(&self.cores_per_node, 0.0, 0.0),
                     trace: None,
                 })?;
                 progress.finish(&label, 1.0, measured.wall_s);
@@ -325,7 +462,7 @@ impl Plan {
                 names.insert((w, level), measured.worker_names.clone());
                 calibration.push(CalibrationRecord {
                     workload: workload.name.clone(),
-                    level: level_letter(level).to_string(),
+                    level: level.letter().to_string(),
                     threads,
                     wall_s: measured.wall_s,
                     worker_threads: measured.worker_names,
@@ -334,15 +471,15 @@ impl Plan {
         }
 
         // The searches' sizes, so that the time left is known from the start.
-        let wants_best_static = self.schedulers.contains(&Scheduler::BestStatic);
+        let wants_best_static = self.schedulers.contains(&Scheduler::BEST_STATIC);
         let mut searches: HashMap<(usize, Scenario), Result<Candidates, String>> = HashMap::new();
         if wants_best_static {
             for w in 0..self.workloads.len() {
                 for &scenario in &self.scenarios {
                     let classes = best_static::classes(&names[&(w, scenario.level)]);
                     let sizes: Vec<usize> = classes.iter().map(|c| c.members.len()).collect();
-                    let groups = scenario.core_groups(self.cores.len());
-                    let found = best_static::candidates(&sizes, self.cores.len(), &groups, self.best_static_max)
+                    let groups = scenario.exchangeable_cores(&self.cores_per_node);
+                    let found = best_static::candidates(&sizes, self.cores(), &groups, self.best_static_max)
                         .map(|assignments| Candidates { classes, assignments })
                         .map_err(|e| e.to_string());
                     searches.insert((w, scenario), found);
@@ -361,7 +498,7 @@ impl Plan {
                 let runs = self
                     .schedulers
                     .iter()
-                    .filter(|s| **s != Scheduler::BestStatic || tried > 0)
+                    .filter(|s| s.kind != SchedulerKind::BestStatic || tried > 0)
                     .count()
                     * self.repeat
                     + tried;
@@ -385,9 +522,10 @@ impl Plan {
         let mut best_static_records: Vec<BestStaticRecord> = Vec::new();
         for (w, workload) in self.workloads.iter().enumerate() {
             for &scenario in &self.scenarios {
-                let threads = scenario.threads(self.cores.len());
+                let threads = scenario.threads_for(self.cores());
                 let length = lengths[&(w, scenario.level)];
-                let load = scenario.load_plan(Duration::from_secs_f64(length));
+                // Phases far past any run's end: a loaded run lasts longer than `length`.
+                let load = scenario.load_schedule(&self.cores_per_node, length, 100.0 * length.max(1.0));
                 let mut chosen_map: Option<(String, HashMap<String, CpuSet>)> = None;
                 if let Some(search) = searches.get(&(w, scenario)) {
                     let mut record = BestStaticRecord {
@@ -405,7 +543,7 @@ impl Plan {
                         }) => {
                             let mut best: Option<(f64, String, HashMap<String, CpuSet>)> = None;
                             for (i, candidate) in candidates.iter().enumerate() {
-                                let map = candidate.pin_map(classes, &self.cores);
+                                let map = candidate.pin_map(classes, &self.runner.cores);
                                 let described = candidate.describe(classes);
                                 let label = format!(
                                     "{} {scenario} best-static search {}/{} ({described})",
@@ -437,14 +575,14 @@ impl Plan {
                     best_static_records.push(record);
                 }
 
-                for (repeat, k) in scheduler::interleaved(self.schedulers.len(), self.repeat) {
+                for (repeat, k) in interleaved(self.schedulers.len(), self.repeat) {
                     let scheduler = &self.schedulers[k];
-                    let (placement, assignment) = match scheduler {
-                        Scheduler::BestStatic => match &chosen_map {
+                    let (placement, assignment) = match scheduler.kind {
+                        SchedulerKind::BestStatic => match &chosen_map {
                             Some((described, map)) => (Placement::Unmanaged(map), Some(described.clone())),
                             None => continue,
                         },
-                        managed => (Placement::Managed(managed), None),
+                        SchedulerKind::Policy(_) => (Placement::Managed(scheduler), None),
                     };
                     let label = format!("{} {scenario} {scheduler} #{}", workload.name, repeat + 1);
                     let trace = trace_dir.as_ref().and_then(|dir| {
@@ -466,27 +604,25 @@ impl Plan {
                         scenario: scenario.to_string(),
                         scheduler: scheduler.to_string(),
                         repeat,
+                        seed: None,
                         threads,
-                        wall_s: measured.wall_s,
+                        cores: self.cores(),
+                        completion_s: Some(measured.wall_s),
                         mean_speed: measured.mean_speed,
                         metric: measured.metric,
-                        manager_cpu_s: measured.manager_cpu_s,
-                        workload_cpu_s: measured.workload_cpu_s,
-                        manager_cpu_pct: if measured.workload_cpu_s > 0.0 {
-                            100.0 * measured.manager_cpu_s / measured.workload_cpu_s
-                        } else {
-                            0.0
-                        },
                         repins: measured.repins,
                         os_share: measured.os_share,
+                        manager_cpu_s: Some(measured.manager_cpu_s),
+                        workload_cpu_s: Some(measured.workload_cpu_s),
                         assignment,
+                        model: None,
                     });
                     trace_paths.push(trace);
                 }
             }
         }
         progress.done();
-        let summary = results::summarise(&runs);
+        let summary = summarise(&runs);
         Ok((
             BenchResults {
                 setup: self.setup,
@@ -500,14 +636,6 @@ impl Plan {
                 paths: trace_paths,
             },
         ))
-    }
-}
-
-fn level_letter(level: Level) -> &'static str {
-    match level {
-        Level::Small => "A",
-        Level::Medium => "B",
-        Level::Large => "C",
     }
 }
 
@@ -617,59 +745,52 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        bench: BenchCommand,
-    }
-
-    fn parse(args: &[&str]) -> Result<BenchCommand, clap::Error> {
-        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
-    }
-
-    #[test]
-    fn options_parse_with_hyphenated_workload_args() {
-        let cmd = parse(&[
-            "--workload",
-            "aco",
-            "--workload-args",
-            "--iterations 10 --sync spin",
-            "--schedulers",
-            "os,learn:balanced:0.04@cpu",
-            "--scenarios",
-            "C.1,D",
-            "--repeat",
-            "2",
-        ])
-        .expect("valid");
-        assert_eq!(cmd.workload, ["aco"]);
-        assert_eq!(cmd.workload_args.as_deref(), Some("--iterations 10 --sync spin"));
-        assert_eq!(cmd.repeat, 2);
-        assert!(parse(&["--scenarios", "C.1", "--matrix", "quick"]).is_err());
-        assert!(parse(&["--repeat", "0"]).is_err());
+    fn options() -> BenchOptions {
+        BenchOptions::default()
     }
 
     #[test]
     fn bad_input_is_found_before_anything_runs() {
         let exe = std::env::current_exe().expect("test binary");
-        for (args, needle) in [
-            (vec!["--scenarios", "Z.9"], "unknown scenario"),
-            (vec!["--schedulers", "fastest"], "unknown scheduler"),
-            (vec!["--workload", "nbody"], "unknown workload"),
-            (vec!["--json", "/no/such/dir/out.json"], "does not exist"),
-            (vec!["--cpus", "100000"], "--cpus"),
-            (vec!["--best-static-max", "0"], "at least 1"),
-        ] {
-            let cmd = parse(&args).expect("parses");
-            let err = run(&cmd, &exe).expect_err(needle);
-            assert!(err.is_bad_input(), "{args:?}: {err}");
-            assert_eq!(err.exit_status(), 2);
-            assert!(err.to_string().contains(needle), "{args:?}: {err}");
+        let cases: Vec<(BenchOptions, &str)> = vec![
+            (
+                BenchOptions {
+                    workloads: vec!["nbody".into()],
+                    ..options()
+                },
+                "unknown workload",
+            ),
+            (
+                BenchOptions {
+                    json: Some(Output::from_arg("/no/such/dir/out.json")),
+                    ..options()
+                },
+                "does not exist",
+            ),
+            (
+                BenchOptions {
+                    cpus: Some(CpuSet::from_iter([100_000])),
+                    ..options()
+                },
+                "--cpus",
+            ),
+            (
+                BenchOptions {
+                    best_static_max: 0,
+                    ..options()
+                },
+                "at least 1",
+            ),
+            (BenchOptions { repeat: 0, ..options() }, "--repeat"),
+        ];
+        for (options, needle) in cases {
+            let err = plan(&options, &exe).err().expect(needle);
+            assert!(err.is_bad_input(), "{needle}: {err}");
+            assert!(err.to_string().contains(needle), "{needle}: {err}");
         }
         let missing = Path::new("/no/such/pinlearn");
-        let err = run(&parse(&[]).expect("parses"), missing).expect_err("no binary");
+        let err = plan(&options(), missing).err().expect("no binary");
         assert!(
             !err.is_bad_input() && err.to_string().contains("/no/such/pinlearn"),
             "{err}"
@@ -679,16 +800,48 @@ mod tests {
     #[test]
     fn matrices_choose_scenarios_and_schedulers() {
         let exe = std::env::current_exe().expect("test binary");
-        let quick = Plan::new(&parse(&["--matrix", "quick"]).expect("parses"), &exe).expect("valid");
+        let with = |matrix| Plan::new(&BenchOptions { matrix, ..options() }, &exe).expect("valid");
+        let quick = with(Some(Matrix::Quick));
         assert_eq!(quick.setup.scenarios, ["C.1", "C.2"]);
         assert_eq!(quick.setup.schedulers, ["os", "learn"]);
-        let explicit = Plan::new(&parse(&["--scenarios", "B.3"]).expect("parses"), &exe).expect("valid");
-        assert_eq!(explicit.setup.schedulers, ["os", "static", "learn"]);
         assert_eq!(quick.workloads.len(), PRESETS.len());
-        let full = Plan::new(&parse(&["--matrix", "full"]).expect("parses"), &exe).expect("valid");
+        let explicit = Plan::new(
+            &BenchOptions {
+                scenarios: Some(Scenario::parse_list("B.3").expect("valid")),
+                ..options()
+            },
+            &exe,
+        )
+        .expect("valid");
+        assert_eq!(explicit.setup.schedulers, ["os", "static", "learn"]);
+        let full = with(Some(Matrix::Full));
         assert_eq!(full.scenarios.len(), 10);
         assert_eq!(full.setup.schedulers, ["os", "static", "learn", "best-static"]);
         assert_eq!(full.levels(), [Level::Small, Level::Medium, Level::Large]);
-        assert!(!full.runner.first_half.is_empty() && !full.runner.second_half.is_empty());
+        assert_eq!(full.cores_per_node.iter().sum::<usize>(), full.cores());
+    }
+
+    #[test]
+    fn the_dry_run_plan_names_cells_loads_and_time() {
+        let exe = std::env::current_exe().expect("test binary");
+        let plan = plan(
+            &BenchOptions {
+                workloads: vec!["aco".into()],
+                scenarios: Some(Scenario::parse_list("C.2,D").expect("valid")),
+                schedulers: Some(Scheduler::parse_list("os,learn").expect("valid")),
+                repeat: 5,
+                ..options()
+            },
+            &exe,
+        )
+        .expect("valid");
+        let text = plan.describe();
+        assert!(text.contains("5 repeats, schedulers os, learn"), "{text}");
+        assert!(text.contains("aco: pinlearn work aco --iterations 3000"), "{text}");
+        assert!(text.contains("  C.2 (1 thread per core"), "{text}");
+        assert!(text.contains("load from 0.0 s: CPUs "), "{text}");
+        assert!(text.contains("  D (2 threads per core"), "{text}");
+        // 2 cells x 2 schedulers x 5 repeats + calibration at levels B and C.
+        assert!(text.contains("22 runs at most"), "{text}");
     }
 }

@@ -1,11 +1,12 @@
-//! What a bench found: one record per run, one summary per (workload,
-//! scenario, scheduler), and their forms for people and programs.
+//! What a bench found: its setup, calibration and best-static searches
+//! beside the shared run records and summaries (pinlearn-experiment), and
+//! their forms for people and programs.
 //!
 //! ```text
-//!   RunRecord (one per run) ──summarise()──► SummaryRecord: median, mean, dev of wall_s,
+//!   RunRecord (one per run) ──summarise()──► Summary: median, mean, dev of completion_s,
 //!        │                                   mean speed, difference to os's median in %,
-//!        │                                   paired: median of wall / os's wall of the same
-//!        │                                   repeat, with its 95% interval
+//!        │                                   paired: median of time / os's time of the same
+//!        │                                   repeat, with its 95% interval (pinlearn-experiment)
 //!        │                                         │
 //!        │                     ┌───────────────────┼──────────────────────┐
 //!        ▼                     ▼                   ▼                      ▼
@@ -16,73 +17,11 @@
 //! ```
 
 use crate::BenchError;
-use pinlearn_report::{Stats, Table, bar_plot, median_interval, speed_plot, stats};
+use pinlearn_experiment::{RunRecord, Summary, summary_table};
+use pinlearn_report::{Stats, bar_plot, speed_plot, stats};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// One measured run.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunRecord {
-    pub workload: String,
-    pub scenario: String,
-    pub scheduler: String,
-    /// 0-based repeat number.
-    pub repeat: usize,
-    pub threads: usize,
-    /// The workload's completion time in seconds.
-    pub wall_s: f64,
-    /// Mean over the worker threads of their mean speed; null for best-static.
-    pub mean_speed: Option<f64>,
-    /// The metric the speed is in (`cpu`, `instructions`, `heartbeat`).
-    pub metric: Option<String>,
-    /// CPU time of the manager (pinlearn run), or of the bench's pinner for best-static.
-    pub manager_cpu_s: f64,
-    /// CPU time of the workload process.
-    pub workload_cpu_s: f64,
-    /// 100 x manager_cpu_s / workload_cpu_s.
-    pub manager_cpu_pct: f64,
-    pub repins: Option<u64>,
-    /// learn: share of the periods the do-no-harm guard left to the OS.
-    pub os_share: Option<f64>,
-    /// best-static: threads per core of each thread class.
-    pub assignment: Option<String>,
-}
-
-/// The runs of one (workload, scenario, scheduler).
-#[derive(Clone, Debug, Serialize)]
-pub struct SummaryRecord {
-    pub workload: String,
-    pub scenario: String,
-    pub scheduler: String,
-    pub runs: usize,
-    pub median_s: f64,
-    pub mean_s: f64,
-    /// Sample standard deviation of wall_s (n - 1); 0 for one run.
-    pub dev_s: f64,
-    pub min_s: f64,
-    pub max_s: f64,
-    pub mean_speed: Option<f64>,
-    pub metric: Option<String>,
-    /// 100 (median_s - os median_s) / os median_s: negative is faster than
-    /// Linux alone; null without `os` runs.
-    pub diff_vs_os_pct: Option<f64>,
-    /// Means over the runs.
-    pub manager_cpu_s: f64,
-    pub workload_cpu_s: f64,
-    /// 100 x total manager CPU / total workload CPU.
-    pub manager_cpu_pct: f64,
-    /// learn: mean share of the periods the guard left to the OS.
-    pub os_share: Option<f64>,
-    /// Runs are interleaved, so repeat i of a scheduler ran next to repeat i
-    /// of `os`: 100 (median of wall_s / os wall_s over the repeats - 1).
-    /// Less sensitive to drift than the difference of medians.
-    pub paired_vs_os_pct: Option<f64>,
-    /// Distribution-free interval of that median ratio, in % like it.
-    pub paired_vs_os_ci_pct: Option<[f64; 2]>,
-    /// The interval's coverage (0.95, or less with fewer than 6 repeats).
-    pub paired_ci_level: Option<f64>,
-}
 
 /// A calibration run: the workload alone (no manager, no load).
 #[derive(Clone, Debug, Serialize)]
@@ -115,8 +54,8 @@ pub struct Setup {
     pub pinlearn: String,
     pub cpus: String,
     pub cores: usize,
-    pub first_half_cpus: String,
-    pub second_half_cpus: String,
+    /// Cores of each NUMA node (the scenarios load the first half of each).
+    pub cores_per_node: Vec<usize>,
     pub load_generator: String,
     pub load_session: String,
     /// /proc/sys/kernel/sched_autogroup_enabled, if readable.
@@ -135,160 +74,7 @@ pub struct BenchResults {
     pub calibration: Vec<CalibrationRecord>,
     pub best_static: Vec<BestStaticRecord>,
     pub runs: Vec<RunRecord>,
-    pub summary: Vec<SummaryRecord>,
-}
-
-/// One summary per (workload, scenario, scheduler), in the order the runs
-/// first appear; the difference to `os` is taken against the `os` summary
-/// of the same workload and scenario.
-pub fn summarise(runs: &[RunRecord]) -> Vec<SummaryRecord> {
-    let mut order: Vec<(String, String, String)> = Vec::new();
-    let mut groups: BTreeMap<(String, String, String), Vec<&RunRecord>> = BTreeMap::new();
-    for run in runs {
-        let key = (run.workload.clone(), run.scenario.clone(), run.scheduler.clone());
-        if !groups.contains_key(&key) {
-            order.push(key.clone());
-        }
-        groups.entry(key).or_default().push(run);
-    }
-    let mut summaries: Vec<SummaryRecord> = order
-        .iter()
-        .filter_map(|key| {
-            let group = &groups[key];
-            let walls: Vec<f64> = group.iter().map(|r| r.wall_s).collect();
-            let time = stats(&walls)?;
-            let speeds: Vec<f64> = group.iter().filter_map(|r| r.mean_speed).collect();
-            let os_shares: Vec<f64> = group.iter().filter_map(|r| r.os_share).collect();
-            let n = group.len() as f64;
-            let manager: f64 = group.iter().map(|r| r.manager_cpu_s).sum();
-            let workload: f64 = group.iter().map(|r| r.workload_cpu_s).sum();
-            Some(SummaryRecord {
-                workload: key.0.clone(),
-                scenario: key.1.clone(),
-                scheduler: key.2.clone(),
-                runs: time.n,
-                median_s: time.median,
-                mean_s: time.mean,
-                dev_s: time.dev,
-                min_s: time.min,
-                max_s: time.max,
-                mean_speed: stats(&speeds).map(|s| s.mean),
-                metric: group.iter().find_map(|r| r.metric.clone()),
-                diff_vs_os_pct: None,
-                manager_cpu_s: manager / n,
-                workload_cpu_s: workload / n,
-                manager_cpu_pct: percent(manager, workload),
-                os_share: stats(&os_shares).map(|s| s.mean),
-                paired_vs_os_pct: None,
-                paired_vs_os_ci_pct: None,
-                paired_ci_level: None,
-            })
-        })
-        .collect();
-    let os_medians: BTreeMap<(String, String), f64> = summaries
-        .iter()
-        .filter(|s| s.scheduler == "os")
-        .map(|s| ((s.workload.clone(), s.scenario.clone()), s.median_s))
-        .collect();
-    for summary in &mut summaries {
-        if let Some(&os) = os_medians.get(&(summary.workload.clone(), summary.scenario.clone())) {
-            summary.diff_vs_os_pct = (os > 0.0).then(|| 100.0 * (summary.median_s - os) / os);
-        }
-        if summary.scheduler == "os" {
-            continue;
-        }
-        let os_key = (summary.workload.clone(), summary.scenario.clone(), "os".to_string());
-        let own_key = (
-            summary.workload.clone(),
-            summary.scenario.clone(),
-            summary.scheduler.clone(),
-        );
-        let (Some(os_runs), Some(own_runs)) = (groups.get(&os_key), groups.get(&own_key)) else {
-            continue;
-        };
-        let ratios: Vec<f64> = own_runs
-            .iter()
-            .filter_map(|run| {
-                let os = os_runs.iter().find(|os| os.repeat == run.repeat)?;
-                (os.wall_s > 0.0).then(|| run.wall_s / os.wall_s)
-            })
-            .collect();
-        let pct = |ratio: f64| 100.0 * (ratio - 1.0);
-        summary.paired_vs_os_pct = stats(&ratios).map(|s| pct(s.median));
-        if let Some(ci) = median_interval(&ratios, 0.95) {
-            summary.paired_vs_os_ci_pct = Some([pct(ci.low), pct(ci.high)]);
-            summary.paired_ci_level = Some(ci.level);
-        }
-    }
-    summaries
-}
-
-fn percent(part: f64, whole: f64) -> f64 {
-    if whole > 0.0 { 100.0 * part / whole } else { 0.0 }
-}
-
-/// The papers' table for one workload: per scenario and scheduler the
-/// completion time (median, mean, deviation), the mean speed per thread,
-/// the difference to `os` and the manager's CPU time against the workload's.
-pub fn workload_table(summaries: &[SummaryRecord], workload: &str) -> Table {
-    let os_metric: BTreeMap<&str, Option<&str>> = summaries
-        .iter()
-        .filter(|s| s.workload == workload && s.scheduler == "os")
-        .map(|s| (s.scenario.as_str(), s.metric.as_deref()))
-        .collect();
-    let rows = summaries
-        .iter()
-        .filter(|s| s.workload == workload)
-        .map(|s| {
-            let speed = match (s.mean_speed, s.metric.as_deref()) {
-                (None, _) => "—".to_string(),
-                // Name the metric when it is not the one `os` measured in.
-                (Some(v), metric) if os_metric.get(s.scenario.as_str()).is_some_and(|m| *m != metric) => {
-                    format!("{v:.3} ({})", metric.unwrap_or("?"))
-                }
-                (Some(v), _) => format!("{v:.3}"),
-            };
-            let diff = match s.diff_vs_os_pct {
-                Some(_) if s.scheduler == "os" => "—".to_string(),
-                Some(d) => format!("{d:+.1}%"),
-                None => "—".to_string(),
-            };
-            vec![
-                s.scenario.clone(),
-                s.scheduler.clone(),
-                s.runs.to_string(),
-                format!("{:.3}", s.median_s),
-                format!("{:.3}", s.mean_s),
-                format!("{:.3}", s.dev_s),
-                speed,
-                diff,
-                match (s.paired_vs_os_pct, s.paired_vs_os_ci_pct) {
-                    (Some(p), Some([low, high])) => format!("{p:+.1}% [{low:+.1}, {high:+.1}]"),
-                    _ => "—".to_string(),
-                },
-                format!("{:.2}%", s.manager_cpu_pct),
-                s.os_share.map_or("—".to_string(), |v| format!("{:.0}%", 100.0 * v)),
-            ]
-        })
-        .collect();
-    Table {
-        headers: [
-            "scenario",
-            "scheduler",
-            "runs",
-            "median s",
-            "mean s",
-            "dev s",
-            "mean speed",
-            "vs os",
-            "paired vs os [CI]",
-            "manager CPU",
-            "OS-placed",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-    }
+    pub summary: Vec<Summary>,
 }
 
 impl BenchResults {
@@ -297,7 +83,7 @@ impl BenchResults {
         let mut out = String::new();
         for (name, command) in &self.setup.workloads {
             out += &format!("\n{name}: {command}\n");
-            out += &workload_table(&self.summary, name).to_text();
+            out += &summary_table(&self.summary, name).to_text();
         }
         out += &self.best_static_notes("  ");
         out
@@ -309,12 +95,11 @@ impl BenchResults {
         let mut out = String::from("# pinlearn bench results\n\n");
         out += &format!("- date: {}\n- command: `{}`\n", s.date, s.command);
         out += &format!(
-            "- CPUs {} ({} cores); background load: {} on the first half (CPUs {}) / second half (CPUs {}), {} session; autogroup {}\n",
+            "- CPUs {} ({} cores, per node {:?}); background load: {}, {} session; autogroup {}\n",
             s.cpus,
             s.cores,
+            s.cores_per_node,
             s.load_generator,
-            s.first_half_cpus,
-            s.second_half_cpus,
             s.load_session,
             s.autogroup.as_deref().unwrap_or("unknown")
         );
@@ -329,7 +114,7 @@ impl BenchResults {
         );
         for (name, command) in &s.workloads {
             out += &format!("\n## {name}\n\n`{command}`\n\n");
-            out += &workload_table(&self.summary, name).to_markdown();
+            out += &summary_table(&self.summary, name).to_markdown();
         }
         let notes = self.best_static_notes("- ");
         if !notes.is_empty() {
@@ -352,21 +137,10 @@ impl BenchResults {
         out
     }
 
-    /// Writes the JSON document.
-    pub fn write_json(&self, path: &Path) -> Result<(), BenchError> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| BenchError::Output {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        write_file(path, &(text + "\n"))
+    /// The JSON document `--json` writes.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("bench results serialise to JSON")
     }
-}
-
-pub fn write_file(path: &Path, text: &str) -> Result<(), BenchError> {
-    std::fs::write(path, text).map_err(|e| BenchError::Output {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    })
 }
 
 /// The files `--plot PREFIX.svg` writes: `PREFIX-WORKLOAD-times.svg` and
@@ -398,7 +172,7 @@ pub fn write_plots(
                     .runs
                     .iter()
                     .filter(|r| r.workload == s.workload && r.scenario == s.scenario && r.scheduler == s.scheduler)
-                    .map(|r| r.wall_s)
+                    .filter_map(|r| r.completion_s)
                     .collect();
                 stats(&walls).map(|st| (format!("{} {}", s.scenario, s.scheduler), st))
             })
@@ -428,9 +202,11 @@ pub fn write_plots(
                             && r.scheduler == summary.scheduler
                     })
                     .min_by(|(_, a), (_, b)| {
-                        (a.wall_s - summary.median_s)
-                            .abs()
-                            .total_cmp(&(b.wall_s - summary.median_s).abs())
+                        let distance = |run: &RunRecord| match (run.completion_s, summary.median_s) {
+                            (Some(time), Some(median)) => (time - median).abs(),
+                            _ => f64::INFINITY,
+                        };
+                        distance(a).total_cmp(&distance(b))
                     });
                 let Some(trace) = median_run.and_then(|(i, _)| traces.get(i).cloned().flatten()) else {
                     continue;
@@ -453,10 +229,7 @@ pub fn write_plots(
 /// worker threads (every thread but a process's main thread), then the
 /// running average of those means over the periods so far, against time.
 pub fn running_average_speed(trace: &Path) -> Result<Vec<(f64, f64)>, BenchError> {
-    let unreadable = |reason: String| BenchError::Output {
-        path: trace.display().to_string(),
-        reason: format!("unreadable trace: {reason}"),
-    };
+    let unreadable = |reason: String| BenchError::Output(format!("unreadable trace {}: {reason}", trace.display()));
     let mut reader = csv::Reader::from_path(trace).map_err(|e| unreadable(e.to_string()))?;
     let headers = reader.headers().map_err(|e| unreadable(e.to_string()))?.clone();
     let column = |name: &str| {
@@ -505,110 +278,6 @@ pub fn running_average_speed(trace: &Path) -> Result<Vec<(f64, f64)>, BenchError
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn run(scenario: &str, scheduler: &str, repeat: usize, wall_s: f64, speed: Option<f64>) -> RunRecord {
-        RunRecord {
-            workload: "aco".into(),
-            scenario: scenario.into(),
-            scheduler: scheduler.into(),
-            repeat,
-            threads: 2,
-            wall_s,
-            mean_speed: speed,
-            metric: speed.map(|_| "cpu".into()),
-            manager_cpu_s: 0.01,
-            workload_cpu_s: 2.0,
-            manager_cpu_pct: 0.5,
-            repins: None,
-            os_share: None,
-            assignment: None,
-        }
-    }
-
-    #[test]
-    fn paired_differences_use_the_os_run_of_the_same_repeat() {
-        // os drifts (2 s, then 4 s); learn takes 0.9, 1.1, 1.05, 0.95, 1.0
-        // times its os partner: median ratio 1.0, and with 5 pairs the
-        // interval is min..max (0.9..1.1), covering 93.75%. Repeat 5 has no
-        // os run and is left out. static takes 1.2 x os every time: paired
-        // +20% exactly, while its median (2.4 s, among 2.4 2.4 2.4 4.8 4.8)
-        // is +20% of os's median (2 s) only by luck of the drift.
-        let mut runs = Vec::new();
-        for (repeat, factor) in [0.9, 1.1, 1.05, 0.95, 1.0].into_iter().enumerate() {
-            let os = if repeat < 3 { 2.0 } else { 4.0 };
-            runs.push(run("C.1", "os", repeat, os, None));
-            runs.push(run("C.1", "learn", repeat, factor * os, None));
-            runs.push(run("C.1", "static", repeat, 1.2 * os, None));
-        }
-        runs.push(run("C.1", "learn", 5, 9.0, None));
-        let s = summarise(&runs);
-        let learn = s.iter().find(|s| s.scheduler == "learn").expect("learn");
-        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        assert!(close(learn.paired_vs_os_pct.unwrap(), 0.0), "{learn:?}");
-        let [low, high] = learn.paired_vs_os_ci_pct.unwrap();
-        assert!(close(low, -10.0) && close(high, 10.0), "{learn:?}");
-        assert!(close(learn.paired_ci_level.unwrap(), 0.9375));
-        let fixed = s.iter().find(|s| s.scheduler == "static").expect("static");
-        assert!(close(fixed.paired_vs_os_pct.unwrap(), 20.0));
-        assert_eq!(
-            fixed.paired_vs_os_ci_pct.map(|ci| ci.map(|v| v.round())),
-            Some([20.0, 20.0])
-        );
-        let os = s.iter().find(|s| s.scheduler == "os").expect("os");
-        assert_eq!(os.paired_vs_os_pct, None);
-    }
-
-    #[test]
-    fn summaries_follow_hand_computed_statistics() {
-        let runs = vec![
-            run("C.2", "os", 0, 4.0, Some(0.5)),
-            run("C.2", "learn", 0, 2.0, Some(0.9)),
-            run("C.2", "learn", 1, 3.0, Some(0.7)),
-            run("C.2", "os", 1, 6.0, Some(0.5)),
-            run("C.2", "os", 2, 5.0, Some(0.6)),
-            run("C.2", "learn", 2, 2.5, Some(0.8)),
-            run("C.1", "learn", 0, 1.0, None),
-        ];
-        let s = summarise(&runs);
-        let names: Vec<(&str, &str)> = s.iter().map(|s| (s.scenario.as_str(), s.scheduler.as_str())).collect();
-        assert_eq!(names, [("C.2", "os"), ("C.2", "learn"), ("C.1", "learn")]);
-        let os = &s[0];
-        // 4, 5, 6: median 5, mean 5, dev sqrt((1 + 0 + 1) / 2) = 1.
-        assert_eq!((os.runs, os.median_s, os.mean_s, os.dev_s), (3, 5.0, 5.0, 1.0));
-        assert_eq!(os.diff_vs_os_pct, Some(0.0));
-        let learn = &s[1];
-        // 2, 2.5, 3: median 2.5 -> (2.5 - 5) / 5 = -50%.
-        assert_eq!(learn.median_s, 2.5);
-        assert!((learn.dev_s - 0.5).abs() < 1e-12);
-        assert_eq!(learn.diff_vs_os_pct, Some(-50.0));
-        assert!((learn.mean_speed.expect("speed") - 0.8).abs() < 1e-12);
-        assert!((learn.manager_cpu_pct - 0.5).abs() < 1e-12);
-        // No os run in C.1: no difference.
-        assert_eq!(s[2].diff_vs_os_pct, None);
-        assert_eq!(s[2].mean_speed, None);
-    }
-
-    #[test]
-    fn the_table_has_one_row_per_summary_with_the_papers_columns() {
-        let mut runs = vec![
-            run("C.2", "os", 0, 4.0, Some(0.5)),
-            run("C.2", "learn", 0, 3.0, Some(0.9)),
-            run("C.2", "learn", 1, 3.0, Some(0.9)),
-        ];
-        runs[1].os_share = Some(0.2);
-        runs[2].os_share = Some(0.3);
-        let table = workload_table(&summarise(&runs), "aco");
-        assert_eq!(table.headers.len(), 11);
-        assert_eq!(table.rows.len(), 2);
-        assert_eq!(table.rows[0][7], "—");
-        assert_eq!(table.rows[1][7], "-25.0%");
-        assert_eq!(table.rows[1][6], "0.900");
-        assert_eq!(table.rows[0][8], "—");
-        assert_eq!(table.rows[1][8], "-25.0% [-25.0, -25.0]", "repeat 1 has no os partner");
-        assert_eq!(table.rows[0][10], "—", "os has no guard");
-        assert_eq!(table.rows[1][10], "25%", "mean of the runs' OS shares");
-        assert!(workload_table(&summarise(&runs), "stream").rows.is_empty());
-    }
 
     #[test]
     fn running_average_speed_skips_main_threads_and_averages_over_periods() {

@@ -3,16 +3,16 @@
 //! exactly what a user would type.
 //!
 //! ```text
-//!   BackgroundLoad::start(plan) ── pinlearn load --cpus HALF [--setsid]   (own session: another
-//!        │                         started, stopped (SIGSTOP/SIGCONT) and   user's job, own autogroup)
-//!        │                         killed on the plan's schedule
+//!   BackgroundLoad::start(schedule) ── pinlearn load --cpus LIST [--setsid]  (own session: another
+//!        │                         started, stopped (SIGSTOP/SIGCONT) and     user's job, own autogroup)
+//!        │                         killed on the scenario's load schedule
 //!        ▼
-//!   managed:  pinlearn run --policy P [--objective O] [--metric M] --json [--cpus L] [--trace F]
-//!                 -- pinlearn work W ARGS --threads N --json --quiet
-//!   unmanaged: pinlearn work W ARGS --threads N --json --quiet (within --cpus)
+//!   managed:  pinlearn run --policy P [--objective O] [--metric M] --json SUMMARY [--cpus L] [--trace F]
+//!                 -- pinlearn work W ARGS --threads N --json - --quiet
+//!   unmanaged: pinlearn work W ARGS --threads N --json - --quiet (within --cpus)
 //!              + watch_threads() in a bench thread: pins best-static's threads by name,
 //!                or, without pins (calibration), learns the worker threads' names
-//!        │ stdout: the workload's JSON (wall_s), then run's summary JSON (manager_cpu_s, threads)
+//!        │ stdout: the workload's JSON (wall_s); SUMMARY: run's JSON (manager_cpu_s, threads)
 //!        │ wait4(): CPU time of the whole process tree
 //!        ▼
 //!   Measured { wall_s, mean_speed, manager_cpu_s, workload_cpu_s = tree - manager, worker names }
@@ -22,11 +22,10 @@
 
 use crate::BenchError;
 use crate::best_static::watch_threads;
-use crate::scenario::LoadPlan;
-use crate::scheduler::Scheduler;
 use crate::workload::BenchWorkload;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use pinlearn_experiment::{LoadSchedule, Scheduler};
 use pinlearn_topology::CpuSet;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -36,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where runs happen and how the background load is made.
 #[derive(Clone, Debug)]
@@ -45,9 +44,8 @@ pub struct Runner {
     pub exe: PathBuf,
     /// `--cpus` handed to every `pinlearn run` (None: the bench's own CPUs).
     pub cpus: Option<CpuSet>,
-    /// The CPUs of the first and of the second half of the cores.
-    pub first_half: CpuSet,
-    pub second_half: CpuSet,
+    /// The CPUs of every core, in the order the scenarios number cores.
+    pub cores: Vec<CpuSet>,
     /// Start the load in its own session (`pinlearn load --setsid`).
     pub own_session: bool,
     /// `--config` handed to every `pinlearn run` (the learner's tunables).
@@ -70,7 +68,7 @@ pub struct RunSpec<'a> {
     pub workload: &'a BenchWorkload,
     pub threads: usize,
     pub placement: Placement<'a>,
-    pub load: LoadPlan,
+    pub load: LoadSchedule,
     /// `--trace FILE` for managed runs.
     pub trace: Option<PathBuf>,
 }
@@ -119,12 +117,19 @@ impl Runner {
             "--threads".into(),
             spec.threads.to_string(),
             "--json".into(),
+            "-".into(),
             "--quiet".into(),
         ]);
         let mut command = Command::new(&self.exe);
+        let summary_file =
+            tempfile::NamedTempFile::new().map_err(|e| format!("cannot create a temporary file: {e}"))?;
         match spec.placement {
             Placement::Managed(scheduler) => {
-                command.arg("run").args(scheduler.run_options()).arg("--json");
+                command
+                    .arg("run")
+                    .args(scheduler.run_options())
+                    .arg("--json")
+                    .arg(summary_file.path());
                 if let Some(cpus) = &self.cpus {
                     command.arg("--cpus").arg(cpus.to_string());
                 }
@@ -225,11 +230,11 @@ impl Runner {
                 })
             }
             Placement::Managed(_) => {
-                let summary = documents
-                    .iter()
-                    .find(|d| d.get("policy").is_some())
-                    .ok_or("pinlearn run printed no JSON summary")?;
-                read_summary(summary, wall_s, tree_cpu)
+                let text = std::fs::read_to_string(summary_file.path())
+                    .map_err(|e| format!("cannot read pinlearn run's summary: {e}"))?;
+                let summary: Value = serde_json::from_str(&text)
+                    .map_err(|e| format!("pinlearn run wrote no readable JSON summary ({e})"))?;
+                read_summary(&summary, wall_s, tree_cpu)
             }
         }
     }
@@ -301,17 +306,18 @@ fn wait_with_usage(pid: u32) -> std::io::Result<(i32, f64)> {
 }
 
 /// The background load of one run: `pinlearn load` processes started,
-/// paused and killed on the plan's schedule by a controller thread.
+/// paused and resumed on the schedule's phases by a controller thread, one
+/// process per distinct set of loaded CPUs.
 pub struct BackgroundLoad {
     stop: Option<mpsc::Sender<()>>,
     controller: Option<std::thread::JoinHandle<Result<(), String>>>,
 }
 
 impl BackgroundLoad {
-    /// Starts what must run from the beginning, and the controller thread
-    /// for what happens later.
-    pub fn start(runner: &Runner, plan: &LoadPlan) -> Result<Self, String> {
-        if *plan == LoadPlan::None {
+    /// Starts the first phase's load before returning, and the controller
+    /// thread for the phases that follow.
+    pub fn start(runner: &Runner, schedule: &LoadSchedule) -> Result<Self, String> {
+        if schedule.is_idle() {
             return Ok(BackgroundLoad {
                 stop: None,
                 controller: None,
@@ -320,65 +326,50 @@ impl BackgroundLoad {
         let exe = runner.exe.clone();
         let own_session = runner.own_session;
         let spawn = move |cpus: &CpuSet| spawn_load(&exe, cpus, own_session);
-        let plan = plan.clone();
-        let halves = [runner.first_half.clone(), runner.second_half.clone()];
+        let phases: Vec<(Duration, CpuSet)> = schedule
+            .phases()
+            .iter()
+            .map(|phase| {
+                let cpus = phase
+                    .cores
+                    .iter()
+                    .filter_map(|&core| runner.cores.get(core))
+                    .fold(CpuSet::new(), |all, core| all.union(core));
+                (Duration::from_secs_f64(phase.start_s.max(0.0)), cpus)
+            })
+            .collect();
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
         let controller = std::thread::Builder::new()
             .name("bench-load".into())
             .spawn(move || {
-                // Loads that run from the start are started before the workload.
-                let mut running: Vec<Child> = Vec::new();
-                if matches!(plan, LoadPlan::FirstHalf | LoadPlan::Alternating { .. }) {
-                    match spawn(&halves[0]) {
-                        Ok(child) => running.push(child),
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.clone()));
-                            return Err(e);
-                        }
-                    }
-                }
-                let _ = ready_tx.send(Ok(()));
-                let schedule = match plan {
-                    LoadPlan::FirstHalfFrom { after } => Some(after),
-                    LoadPlan::Alternating { period } => Some(period.max(Duration::from_millis(50))),
-                    _ => None,
-                };
-                let mut active = 0usize; // which half is loaded now (Alternating)
+                let started = Instant::now();
+                // (CPU set, its load process), the running one last switched to.
+                let mut loads: Vec<(CpuSet, Child)> = Vec::new();
+                let mut active: Option<usize> = None;
                 let mut outcome = Ok(());
-                loop {
-                    let event = match schedule {
-                        Some(wait) => stop_rx.recv_timeout(wait),
-                        None => stop_rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                    };
-                    match event {
-                        Err(RecvTimeoutError::Timeout) => {
-                            let step = match plan {
-                                LoadPlan::FirstHalfFrom { .. } if running.is_empty() => {
-                                    spawn(&halves[0]).map(|child| running.push(child))
-                                }
-                                LoadPlan::Alternating { .. } => {
-                                    let next = 1 - active;
-                                    let paused = signal(&running[active], Signal::SIGSTOP);
-                                    let resumed = if next < running.len() {
-                                        signal(&running[next], Signal::SIGCONT)
-                                    } else {
-                                        spawn(&halves[next]).map(|child| running.push(child))
-                                    };
-                                    active = next;
-                                    paused.and(resumed)
-                                }
-                                _ => Ok(()),
-                            };
-                            if let Err(e) = step {
-                                outcome = Err(e);
-                                break;
-                            }
+                for (k, (start, cpus)) in phases.iter().enumerate() {
+                    if k > 0 {
+                        let wait = start.saturating_sub(started.elapsed());
+                        match stop_rx.recv_timeout(wait) {
+                            Err(RecvTimeoutError::Timeout) => {}
+                            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                         }
-                        Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                    let step = switch_load(&mut loads, &mut active, cpus, &spawn);
+                    if k == 0 {
+                        let _ = ready_tx.send(step.clone());
+                    }
+                    if let Err(e) = step {
+                        outcome = Err(e);
+                        break;
                     }
                 }
-                let checked = stop_all(running);
+                if outcome.is_ok() {
+                    // The last phase lasts until the run ends.
+                    let _ = stop_rx.recv();
+                }
+                let checked = stop_all(loads.into_iter().map(|(_, child)| child).collect());
                 outcome.and(checked)
             })
             .map_err(|e| format!("cannot start the load controller thread: {e}"))?;
@@ -406,6 +397,37 @@ impl BackgroundLoad {
             None => Ok(()),
         }
     }
+}
+
+/// Pauses the running load and runs the one for `cpus` instead (resumed if
+/// it ran before, started otherwise; nothing for an empty set).
+fn switch_load(
+    loads: &mut Vec<(CpuSet, Child)>,
+    active: &mut Option<usize>,
+    cpus: &CpuSet,
+    spawn: &impl Fn(&CpuSet) -> Result<Child, String>,
+) -> Result<(), String> {
+    let next = loads.iter().position(|(set, _)| set == cpus);
+    if active.is_some() && *active == next {
+        return Ok(());
+    }
+    if let Some(current) = active.take() {
+        signal(&loads[current].1, Signal::SIGSTOP)?;
+    }
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    match next {
+        Some(index) => {
+            signal(&loads[index].1, Signal::SIGCONT)?;
+            *active = Some(index);
+        }
+        None => {
+            loads.push((cpus.clone(), spawn(cpus)?));
+            *active = Some(loads.len() - 1);
+        }
+    }
+    Ok(())
 }
 
 impl Drop for BackgroundLoad {

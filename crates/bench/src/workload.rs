@@ -23,6 +23,9 @@ pub struct Preset {
     /// (`--scale` multiplies it).
     pub work: &'static str,
     pub why: &'static str,
+    /// Median seconds of one run alone on 2 cores (C.1 under Linux,
+    /// docs/results/bench-quick.md), for `--dry-run`'s estimate.
+    pub expected_s: f64,
 }
 
 /// Every preset, in the order `--matrix` runs them.
@@ -33,6 +36,7 @@ pub const PRESETS: [Preset; 7] = [
         args: &["--iterations", "3000"],
         work: "--iterations",
         why: "barrier-synchronised task farm, blocking barriers (the papers' ACO); 64 ants split over the threads",
+        expected_s: 1.31,
     },
     Preset {
         name: "aco-spin",
@@ -40,6 +44,7 @@ pub const PRESETS: [Preset; 7] = [
         args: &["--iterations", "2400", "--sync", "spin-then-block"],
         work: "--iterations",
         why: "the same with barriers that spin 200 us before sleeping (OpenMP-like), where Linux is blind",
+        expected_s: 0.79,
     },
     Preset {
         name: "pipeline",
@@ -47,6 +52,7 @@ pub const PRESETS: [Preset; 7] = [
         args: &["--stages", "3,1,1", "--items", "200000"],
         work: "--items",
         why: "three stages of unequal work over bounded blocking queues; extra threads go to the heavy stage",
+        expected_s: 1.15,
     },
     Preset {
         name: "blackscholes",
@@ -54,6 +60,7 @@ pub const PRESETS: [Preset; 7] = [
         args: &["--runs", "1200"],
         work: "--runs",
         why: "PARSEC blackscholes (the papers' BLA), independent contiguous chunks, no synchronisation",
+        expected_s: 1.23,
     },
     Preset {
         name: "swaptions",
@@ -61,13 +68,15 @@ pub const PRESETS: [Preset; 7] = [
         args: &["--swaptions", "64", "--simulations", "96000"],
         work: "--simulations",
         why: "PARSEC swaptions (the papers' SWA), Monte Carlo, 64 swaptions in contiguous blocks per thread",
+        expected_s: 1.33,
     },
     Preset {
         name: "binpack",
         workload: "binpack",
-        args: &["--pool", "64", "--max-cycles", "160", "--duration", "600"],
+        args: &["--pool", "64", "--max-cycles", "160", "--duration", "600s"],
         work: "--max-cycles",
         why: "bin-packing search (the papers' CSO) with a fixed pool and cycle count, so the work is fixed",
+        expected_s: 1.38,
     },
     Preset {
         name: "stream",
@@ -75,6 +84,7 @@ pub const PRESETS: [Preset; 7] = [
         args: &["--size", "0.5", "--runs", "600"],
         work: "--runs",
         why: "STREAM triad over 3 x 32 MiB, memory bound",
+        expected_s: 1.03,
     },
 ];
 
@@ -85,6 +95,8 @@ pub struct BenchWorkload {
     pub name: String,
     /// Arguments after `pinlearn work`, starting with the workload subcommand.
     pub args: Vec<String>,
+    /// The preset's expected seconds per run times `--scale`.
+    pub expected_s: f64,
 }
 
 impl BenchWorkload {
@@ -142,6 +154,7 @@ pub fn select(
         chosen.push(BenchWorkload {
             name: name.to_string(),
             args,
+            expected_s: preset.expected_s * scale.unwrap_or(1.0),
         });
     }
     Ok(chosen)

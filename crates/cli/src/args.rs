@@ -2,11 +2,14 @@
 
 use clap::{Args, Parser, Subcommand};
 use pinlearn_engine::{EngineError, Metric, PolicyChoice, Settings};
+use pinlearn_experiment::{Scenario, Scheduler};
 use pinlearn_policy::Objective;
+use pinlearn_report::Output;
 use pinlearn_topology::{CpuSet, Topology};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Learns where the threads of a parallel program should run, and re-pins them.
 #[derive(Parser, Debug)]
@@ -27,23 +30,23 @@ pub enum Command {
     /// Run an embedded workload with a background load, under the OS alone and under pinlearn.
     Demo(crate::demo::DemoArgs),
     /// Run one of the benchmark workloads in this process.
-    Work(pinlearn_workloads::WorkCommand),
+    Work(crate::work::WorkArgs),
     /// Generate background CPU load on some CPUs (another user's job, for experiments).
     Load(crate::load::LoadArgs),
     /// Print every tunable with its default value, as a --config file (TOML).
     Config,
     /// Run the policies on a simulated many-core NUMA machine (the papers' scenarios).
-    Sim(pinlearn_sim::SimCommand),
+    Sim(crate::sim::SimArgs),
     /// Run the papers' experiment matrix on this machine: every scheduler side by side with Linux.
-    Bench(pinlearn_bench::BenchCommand),
+    Bench(crate::bench::BenchArgs),
 }
 
 /// Options shared by `run` and `attach`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct CommonArgs {
     /// Core-level period T_CPU [default: 50ms].
-    #[arg(long, value_name = "DUR")]
-    pub interval: Option<String>,
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub interval: Option<Duration>,
     /// Per-thread speed signal [default: auto].
     #[arg(long, value_parser = parse_metric)]
     pub metric: Option<Metric>,
@@ -65,9 +68,9 @@ pub struct CommonArgs {
     /// Write one CSV row per thread per period to FILE.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// Print the end-of-run summary as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    /// Write the end-of-run summary as JSON to FILE (- for stdout; not with run, whose program writes there).
+    #[arg(long, value_name = "FILE", value_parser = parse_output)]
+    pub json: Option<Output>,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -86,8 +89,8 @@ pub struct CommonArgs {
     #[arg(long, value_name = "ZETA")]
     pub memory_binding: Option<f64>,
     /// The NUMA-level period T_NUMA [default: 2s].
-    #[arg(long, value_name = "DUR")]
-    pub numa_interval: Option<String>,
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub numa_interval: Option<Duration>,
 }
 
 impl CommonArgs {
@@ -113,8 +116,8 @@ impl CommonArgs {
 
     /// Overrides `settings` with the flags that were given.
     pub fn apply(&self, settings: &mut Settings) -> Result<(), EngineError> {
-        if let Some(interval) = &self.interval {
-            settings.interval = pinlearn_engine::parse_duration(interval)?;
+        if let Some(interval) = self.interval {
+            settings.interval = interval;
         }
         if let Some(metric) = self.metric {
             settings.metric = metric;
@@ -134,8 +137,8 @@ impl CommonArgs {
         if let Some(zeta) = self.memory_binding {
             settings.memory_binding = Some(zeta);
         }
-        if let Some(numa_interval) = &self.numa_interval {
-            settings.learn.numa.period_s = pinlearn_engine::parse_duration(numa_interval)?.as_secs_f64();
+        if let Some(numa_interval) = self.numa_interval {
+            settings.learn.numa.period_s = numa_interval.as_secs_f64();
         }
         settings.validate()
     }
@@ -146,8 +149,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// Stop supervising after DUR (the program runs on, unpinned).
-    #[arg(long, value_name = "DUR")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -158,14 +161,47 @@ pub struct AttachArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// Stop after DUR.
-    #[arg(long, value_name = "DUR")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
     /// The process to supervise.
     pub pid: u32,
 }
 
-fn parse_metric(s: &str) -> Result<Metric, String> {
+pub fn parse_metric(s: &str) -> Result<Metric, String> {
     s.parse().map_err(|e: EngineError| e.to_string())
+}
+
+/// The one duration syntax (`50ms`, `5s`, `1.5s`, `2m`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    pinlearn_engine::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// `FILE`, or `-` for stdout: every `--json` (and `--markdown`).
+pub fn parse_output(s: &str) -> Result<Output, String> {
+    if s.is_empty() {
+        return Err("give a file name, or - for stdout".into());
+    }
+    Ok(Output::from_arg(s))
+}
+
+/// A scenario list such as `C.1,C.2` (pinlearn-experiment's parser).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenarios(pub Vec<Scenario>);
+
+/// A scheduler list such as `os,learn:own@cpu` (pinlearn-experiment's parser).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedulers(pub Vec<Scheduler>);
+
+pub fn parse_scenarios(s: &str) -> Result<Scenarios, String> {
+    Scenario::parse_list(s).map(Scenarios).map_err(|e| e.to_string())
+}
+
+pub fn parse_scenario(s: &str) -> Result<Scenario, String> {
+    s.parse().map_err(|e: pinlearn_experiment::ScenarioError| e.to_string())
+}
+
+pub fn parse_schedulers(s: &str) -> Result<Schedulers, String> {
+    Scheduler::parse_list(s).map(Schedulers).map_err(|e| e.to_string())
 }
 
 fn parse_policy(s: &str) -> Result<PolicyChoice, String> {

@@ -28,9 +28,9 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Print the results as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    /// Write the results as JSON to FILE (- for stdout, instead of the text).
+    #[arg(long, value_name = "FILE", value_parser = crate::args::parse_output)]
+    pub json: Option<pinlearn_report::Output>,
     /// Seed of the workload and the learner.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -66,13 +66,13 @@ fn workload(threads: usize, seed: u64, out: &File) -> Result<Command, EngineErro
             "aco",
             "--sync",
             "spin-then-block",
-            "--spin-us",
-            "1000",
+            "--spin",
+            "1ms",
             "--iterations",
             "6000",
         ])
         .args(["--ants", &(16 * threads).to_string(), "--threads", &threads.to_string()])
-        .args(["--seed", &seed.to_string(), "--quiet", "--json"])
+        .args(["--seed", &seed.to_string(), "--quiet", "--json", "-"])
         .stdout(Stdio::from(
             out.try_clone().map_err(|e| EngineError::io("temporary file", e))?,
         ));
@@ -138,8 +138,12 @@ pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
     }
     let threads = allowed.len();
     let loaded = allowed.first().expect("non-empty");
+    if let Some(output) = &args.json {
+        output.check_writable().map_err(EngineError::bad_input)?;
+    }
+    let text_on_stdout_too = !args.json.as_ref().is_some_and(pinlearn_report::Output::is_stdout);
     let say = |line: String| {
-        if !args.json {
+        if text_on_stdout_too {
             eprintln!("{line}");
         }
     };
@@ -232,7 +236,7 @@ fn print_results(args: &DemoArgs, loaded: usize, linux: &Side, learned: &Side, s
         .filter(|t| t.who.name.starts_with("aco-"))
         .collect();
     let (os_s, learn_s) = (linux.median(), learned.median());
-    if args.json {
+    if let Some(output) = &args.json {
         let report = json!({
             "loaded_cpu": loaded,
             "os_s": linux.times,
@@ -244,8 +248,12 @@ fn print_results(args: &DemoArgs, loaded: usize, linux: &Side, learned: &Side, s
             "pinlearn_workload": learned.report,
             "pinlearn_last_run": summary,
         });
-        println!("{}", serde_json::to_string_pretty(&report).expect("json"));
-        return;
+        if let Err(e) = output.write(&serde_json::to_string_pretty(&report).expect("json")) {
+            eprintln!("pinlearn: {e}");
+        }
+        if output.is_stdout() {
+            return;
+        }
     }
     let tardiness = |v: &Value| {
         v.get("best_tardiness")

@@ -17,8 +17,8 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u8).range(1..=100))]
     pub busy: u8,
     /// Stop after DUR (default: run until killed).
-    #[arg(long, value_name = "DUR")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DUR", value_parser = crate::args::parse_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Start a new session first (as another user's job would be), so Linux's
     /// autogroup treats this load as a separate group.
     #[arg(long)]
@@ -26,11 +26,7 @@ pub struct LoadArgs {
 }
 
 pub fn run(args: &LoadArgs) -> Result<(), EngineError> {
-    let duration = args
-        .duration
-        .as_deref()
-        .map(pinlearn_engine::parse_duration)
-        .transpose()?;
+    let duration = args.duration;
     let allowed = pinlearn_engine::live::get_affinity(0).map_err(|e| EngineError::io("cannot read the affinity", e))?;
     let outside = args.cpus.difference(&allowed);
     if !outside.is_empty() {

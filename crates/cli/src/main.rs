@@ -2,7 +2,7 @@
 //! the engine or a workload, print, and map errors to exit statuses.
 //!
 //! ```text
-//!   argv ─► clap (args.rs) ─► run | attach ─► pinlearn_engine::supervise ─► summary (text/JSON)
+//!   argv ─► clap (args.rs, work.rs, sim.rs, bench.rs) ─► run | attach ─► pinlearn_engine::supervise ─► summary
 //!                            ├► topo        ─► topology + probes
 //!                            ├► demo        ─► demo.rs (OS alone vs pinlearn, with a load)
 //!                            ├► work        ─► pinlearn_workloads
@@ -10,17 +10,23 @@
 //!                            ├► sim         ─► pinlearn_sim (the engine on a modelled NUMA machine)
 //!                            ├► bench       ─► pinlearn_bench (the papers' matrix on this machine)
 //!                            └► config      ─► the default settings as TOML
-//!   errors: one line on stderr; status 2 for bad input, 1 for runtime failures,
-//!   the program's own status for `run`.
+//!   errors: one line on stderr through failure.rs's Failure; status 2 for bad
+//!   input only, 1 for failures at run time, the program's own status for `run`.
+//!   Every --json takes FILE, or - for stdout where nothing else writes there.
 //! ```
 
 mod args;
+mod bench;
 mod demo;
+mod failure;
 mod load;
+mod sim;
 mod topo;
+mod work;
 
 use args::{Cli, Command, CommonArgs};
 use clap::Parser;
+use failure::Failure;
 use pinlearn_engine::{EngineError, Request, Session, Settings, Summary};
 use std::process::ExitCode;
 
@@ -33,72 +39,59 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("pinlearn: {e}");
-            ExitCode::from(e.exit_status().clamp(0, 255) as u8)
+            ExitCode::from(e.status())
         }
     }
 }
 
-fn dispatch(cli: Cli) -> Result<u8, EngineError> {
+fn dispatch(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
         Command::Run(run) => {
+            if run.common.json.as_ref().is_some_and(pinlearn_report::Output::is_stdout) {
+                return Err(Failure::BadInput(
+                    "run --json -: the program writes to stdout too; give a file, e.g. --json summary.json".into(),
+                ));
+            }
             let session = prepare(
                 &run.common,
                 &pinlearn_engine::live::get_affinity(0)
                     .map_err(|e| EngineError::io("cannot read pinlearn's affinity", e))?,
             )?;
             note(&run.common, &session);
-            let duration = run
-                .duration
-                .as_deref()
-                .map(pinlearn_engine::parse_duration)
-                .transpose()?;
             let (program, args) = run.command.split_first().expect("clap requires a command");
             let mut command = std::process::Command::new(program);
             command.args(args);
-            let summary = pinlearn_engine::supervise::run(&session, command, duration)?;
-            print_summary(&run.common, &summary);
+            let summary = pinlearn_engine::supervise::run(&session, command, run.duration)?;
+            print_summary(&run.common, &summary)?;
             Ok(summary.exit_code.unwrap_or(0).clamp(0, 255) as u8)
         }
         Command::Attach(attach) => {
-            let duration = attach
-                .duration
-                .as_deref()
-                .map(pinlearn_engine::parse_duration)
-                .transpose()?;
             pinlearn_engine::supervise::check_attachable(attach.pid)?;
             let allowed = pinlearn_engine::live::get_affinity(attach.pid)
                 .map_err(|e| EngineError::bad_input(format!("cannot read the affinity of PID {}: {e}", attach.pid)))?;
             let session = prepare(&attach.common, &allowed)?;
             note(&attach.common, &session);
-            let summary = pinlearn_engine::supervise::attach(&session, attach.pid, duration)?;
-            print_summary(&attach.common, &summary);
+            let summary = pinlearn_engine::supervise::attach(&session, attach.pid, attach.duration)?;
+            print_summary(&attach.common, &summary)?;
             Ok(0)
         }
         Command::Topo(args) => topo::run(&args).map(|()| 0),
-        Command::Demo(args) => demo::run(&args).map(|()| 0),
+        Command::Demo(args) => demo::run(&args).map(|()| 0).map_err(Failure::from),
         Command::Work(work) => {
-            let report = pinlearn_workloads::run(&work).map_err(|e| EngineError::bad_input(e.to_string()))?;
-            if work.json {
-                println!("{report}");
-            } else if !work.quiet {
-                println!("{}", pinlearn_workloads::human_summary(&report));
+            if let Some(output) = &work.json {
+                output.check_writable().map_err(Failure::BadInput)?;
+            }
+            let report = pinlearn_workloads::run(&work.to_work())?;
+            match &work.json {
+                Some(output) => output.write(&report.to_string()).map_err(Failure::Runtime)?,
+                None if !work.quiet => println!("{}", pinlearn_workloads::human_summary(&report)),
+                None => {}
             }
             Ok(0)
         }
-        Command::Load(args) => load::run(&args).map(|()| 0),
-        Command::Sim(sim) => match pinlearn_sim::run(&sim) {
-            Ok(()) => Ok(0),
-            Err(e) if e.is_bad_input() => Err(EngineError::bad_input(e.to_string())),
-            Err(e) => Err(EngineError::io("pinlearn sim", std::io::Error::other(e.to_string()))),
-        },
-        Command::Bench(bench) => {
-            let exe = std::env::current_exe().map_err(|e| EngineError::io("cannot find the pinlearn executable", e))?;
-            match pinlearn_bench::run(&bench, &exe) {
-                Ok(()) => Ok(0),
-                Err(e) if e.is_bad_input() => Err(EngineError::bad_input(e.to_string())),
-                Err(e) => Err(EngineError::io("pinlearn bench", std::io::Error::other(e.to_string()))),
-            }
-        }
+        Command::Load(args) => load::run(&args).map(|()| 0).map_err(Failure::from),
+        Command::Sim(args) => sim::run(&args).map(|()| 0),
+        Command::Bench(args) => bench::run(&args).map(|()| 0),
         Command::Config => {
             print!("{}", Settings::default().to_toml());
             Ok(0)
@@ -117,6 +110,9 @@ pub fn settings(common: &CommonArgs) -> Result<Settings, EngineError> {
 }
 
 fn prepare(common: &CommonArgs, allowed: &pinlearn_topology::CpuSet) -> Result<Session, EngineError> {
+    if let Some(output) = &common.json {
+        output.check_writable().map_err(EngineError::bad_input)?;
+    }
     let request = Request {
         settings: settings(common)?,
         cpus: common.cpus.clone(),
@@ -141,10 +137,15 @@ fn note(common: &CommonArgs, session: &Session) {
     }
 }
 
-fn print_summary(common: &CommonArgs, summary: &Summary) {
-    if common.json {
-        println!("{}", serde_json::to_string_pretty(summary).expect("summary serialises"));
-    } else if !common.quiet {
+/// The summary as JSON to `--json FILE` (`-`: stdout), and as text on
+/// stderr unless quiet.
+fn print_summary(common: &CommonArgs, summary: &Summary) -> Result<(), Failure> {
+    if let Some(output) = &common.json {
+        let text = serde_json::to_string_pretty(summary).expect("summary serialises");
+        output.write(&text).map_err(Failure::Runtime)?;
+    }
+    if !common.quiet {
         eprint!("{}", summary.to_text());
     }
+    Ok(())
 }

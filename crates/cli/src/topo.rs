@@ -12,12 +12,12 @@ pub struct TopoArgs {
     /// Inspect an hwloc synthetic string or XML file instead of this machine.
     #[arg(long, value_name = "SPEC")]
     pub topology: Option<String>,
-    /// Print JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    /// Write the report as JSON to FILE (- for stdout, instead of the text).
+    #[arg(long, value_name = "FILE", value_parser = crate::args::parse_output)]
+    pub json: Option<pinlearn_report::Output>,
 }
 
-pub fn run(args: &TopoArgs) -> Result<(), EngineError> {
+pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
     let topology = match &args.topology {
         Some(spec) => Topology::from_spec(spec).map_err(|e| EngineError::bad_input(e.to_string()))?,
         None => Topology::detect()
@@ -39,7 +39,7 @@ pub fn run(args: &TopoArgs) -> Result<(), EngineError> {
         .parent()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    if args.json {
+    if let Some(output) = &args.json {
         let report = json!({
             "topology": topology,
             "allowed_cpus": allowed.to_string(),
@@ -53,8 +53,12 @@ pub fn run(args: &TopoArgs) -> Result<(), EngineError> {
                 "heartbeat_dir": heartbeat_dir,
             },
         });
-        println!("{}", serde_json::to_string_pretty(&report).expect("json"));
-        return Ok(());
+        output
+            .write(&serde_json::to_string_pretty(&report).expect("json"))
+            .map_err(crate::failure::Failure::Runtime)?;
+        if output.is_stdout() {
+            return Ok(());
+        }
     }
     println!("{}", topology.describe());
     if args.topology.is_none() {

@@ -125,3 +125,49 @@ fn attaching_to_a_process_of_another_user_is_refused_with_eperm() {
     assert_rejected(&out, "not permitted");
     assert_eq!(masks(target.0.id()), before);
 }
+
+#[test]
+fn bench_and_sim_accept_and_refuse_the_same_scenario_and_scheduler_names() {
+    let dry = |command: &str, option: &str, value: &str| {
+        let mut args = vec![command, "--dry-run", option, value];
+        if command == "bench" {
+            args.extend(["--workload", "aco"]);
+        } else {
+            args.extend(["--topology", "node:2 core:2 pu:1", "--threads", "4"]);
+        }
+        run(&args)
+    };
+    for (option, value) in [
+        ("--scenarios", "A.1"),
+        ("--scenarios", "C.3,D"),
+        ("--scenarios", "A.D"),
+        ("--scenarios", "b.2, c.d"),
+        ("--scenarios", "E.1"),
+        ("--scenarios", "A.4"),
+        ("--scenarios", "C.1,C.1"),
+        ("--scenarios", ","),
+        ("--schedulers", "os,learn:balanced:0.04@cpu"),
+        ("--schedulers", "learn@heartbeat"),
+        ("--schedulers", "linux"),
+        ("--schedulers", "best-static@cpu"),
+        ("--schedulers", "static:mean"),
+    ] {
+        let bench = dry("bench", option, value);
+        let sim = dry("sim", option, value);
+        assert_eq!(
+            bench.status.code(),
+            sim.status.code(),
+            "{option} {value}: bench {} / sim {}",
+            stderr(&bench),
+            stderr(&sim)
+        );
+        assert!(
+            matches!(bench.status.code(), Some(0 | 2)),
+            "{option} {value}: {}",
+            stderr(&bench)
+        );
+        if bench.status.code() == Some(2) {
+            assert_eq!(stderr(&bench), stderr(&sim), "{option} {value}: the same words");
+        }
+    }
+}

@@ -4,25 +4,26 @@
 //!
 //! The binary is the one cargo built for this package's tests.
 
-use clap::Parser;
-use pinlearn_bench::{BenchCommand, run};
 use serde_json::Value;
 use std::path::PathBuf;
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: BenchCommand,
-}
 
 fn pinlearn_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pinlearn"))
 }
 
-fn bench(args: &[&str]) -> BenchCommand {
-    Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
-        .expect("valid bench options")
-        .bench
+/// Runs `pinlearn bench ARGS` and returns its stdout; panics unless it succeeds.
+fn bench(args: &[&str]) -> String {
+    let output = std::process::Command::new(pinlearn_binary())
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("pinlearn starts");
+    assert!(
+        output.status.success(),
+        "pinlearn bench {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8 output")
 }
 
 fn number(v: &Value, key: &str) -> f64 {
@@ -43,11 +44,10 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn tiny_matrix_json_schema_interleaving_and_statistics() {
-    let exe = pinlearn_binary();
     let dir = tempfile::tempdir().expect("temp dir");
     let json_path = dir.path().join("bench.json");
     let md_path = dir.path().join("bench.md");
-    let cmd = bench(&[
+    bench(&[
         "--workload",
         "aco",
         "--workload-args",
@@ -64,7 +64,6 @@ fn tiny_matrix_json_schema_interleaving_and_statistics() {
         md_path.to_str().expect("utf-8 path"),
         "--quiet",
     ]);
-    run(&cmd, &exe).expect("the bench runs");
 
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json written")).expect("valid JSON");
@@ -79,7 +78,7 @@ fn tiny_matrix_json_schema_interleaving_and_statistics() {
         assert!(["C.1", "C.2"].contains(&text(r, "scenario")));
         assert!(["os", "static"].contains(&text(r, "scheduler")));
         assert!(r["repeat"].as_u64().is_some_and(|k| k < 2));
-        assert!(number(r, "wall_s") > 0.0);
+        assert!(number(r, "completion_s") > 0.0);
         // Runs last several 50 ms periods, so the manager measured speeds.
         assert!(number(r, "mean_speed") > 0.0, "managed runs measure speed: {r}");
         assert!(number(r, "manager_cpu_s") >= 0.0);
@@ -103,7 +102,7 @@ fn tiny_matrix_json_schema_interleaving_and_statistics() {
         let walls: Vec<f64> = runs
             .iter()
             .filter(|r| text(r, "scenario") == scenario && text(r, "scheduler") == scheduler)
-            .map(|r| number(r, "wall_s"))
+            .map(|r| number(r, "completion_s"))
             .collect();
         assert_eq!(walls.len(), 2);
         (walls[0], walls[1])
@@ -132,11 +131,10 @@ fn tiny_matrix_json_schema_interleaving_and_statistics() {
 
 #[test]
 fn best_static_searches_pins_and_plots() {
-    let exe = pinlearn_binary();
     let dir = tempfile::tempdir().expect("temp dir");
     let json_path = dir.path().join("bench.json");
     let plot_path = dir.path().join("bench.svg");
-    let cmd = bench(&[
+    bench(&[
         "--workload",
         "aco",
         "--workload-args",
@@ -153,7 +151,6 @@ fn best_static_searches_pins_and_plots() {
         plot_path.to_str().expect("utf-8 path"),
         "--quiet",
     ]);
-    run(&cmd, &exe).expect("the bench runs");
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json written")).expect("valid JSON");
 

@@ -113,9 +113,8 @@ fn the_numa_level_moves_threads_between_nodes_made_of_real_cpus() {
     std::fs::write(&config, format!("{PAPERS_LEARNER}[learn.numa]\nzeta = 0.5\n")).unwrap();
     let exe = env!("CARGO_BIN_EXE_pinlearn");
     let map = format!("{first},{second}");
-    let out = run(&[
+    let out = run_json(&[
         "run",
-        "--json",
         "--config",
         config.to_str().unwrap(),
         "--topology",
@@ -184,9 +183,8 @@ fn the_guard_hands_a_pipeline_back_to_linux() {
     )
     .unwrap();
     let exe = env!("CARGO_BIN_EXE_pinlearn");
-    let out = run(&[
+    let out = run_json(&[
         "run",
-        "--json",
         "--config",
         config.to_str().unwrap(),
         "--cpus",

@@ -47,9 +47,8 @@ fn run_forwards_sigterm_to_the_program_and_reports_its_status() {
 #[test]
 fn run_json_summary_counts_threads_of_child_processes() {
     // sh starts two background children; each is a process of its own.
-    let out = run(&[
+    let out = run_json(&[
         "run",
-        "--json",
         "--interval",
         "20ms",
         "--policy",
@@ -78,7 +77,7 @@ fn run_json_summary_counts_threads_of_child_processes() {
         assert!(summary.get(key).is_some(), "summary lacks {key}");
     }
 
-    let out = run(&["run", "--json", "--no-children", "--", "sh", "-c", "sleep 0.4 & wait"]);
+    let out = run_json(&["run", "--no-children", "--", "sh", "-c", "sleep 0.4 & wait"]);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
     let names: Vec<&str> = summary["threads"]
         .as_array()
@@ -98,6 +97,7 @@ fn attach_and_stop(signal: nix::sys::signal::Signal) {
         .args([
             "attach",
             "--json",
+            "-",
             "--interval",
             "20ms",
             "--policy",
@@ -147,6 +147,7 @@ fn attach_with_duration_stops_by_itself_and_restores() {
     let out = run(&[
         "attach",
         "--json",
+        "-",
         "--duration",
         "500ms",
         "--interval",
@@ -164,9 +165,8 @@ fn attach_with_duration_stops_by_itself_and_restores() {
 #[test]
 fn heartbeat_metric_reads_the_progress_the_workers_report() {
     let exe = env!("CARGO_BIN_EXE_pinlearn");
-    let out = run(&[
+    let out = run_json(&[
         "run",
-        "--json",
         "--metric",
         "heartbeat",
         "--interval",
@@ -196,4 +196,78 @@ fn heartbeat_metric_reads_the_progress_the_workers_report() {
         let speed = worker["mean_speed"].as_f64().expect("workers report progress");
         assert!(speed > 0.0 && speed <= 1.0, "{worker}");
     }
+}
+
+#[test]
+fn run_json_file_keeps_the_summary_apart_from_what_the_program_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("summary.json");
+    let out = run(&[
+        "run",
+        "--quiet",
+        "--policy",
+        "os",
+        "--json",
+        file.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "echo '{\"policy\": \"not the summary\"}'; echo plain text",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\"policy\": \"not the summary\"}\nplain text\n",
+        "stdout is the program's alone"
+    );
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(summary["policy"], "os");
+    assert_eq!(summary["exit_code"], 0);
+
+    // The program writes to stdout, so `-` is refused before it starts.
+    let out = run(&["run", "--json", "-", "--", "sh", "-c", "echo started"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("give a file"), "{}", stderr(&out));
+    assert!(out.stdout.is_empty(), "the program never ran");
+}
+
+#[test]
+fn workloads_take_the_one_duration_syntax_and_a_failing_one_exits_1() {
+    let out = run(&[
+        "work",
+        "binpack",
+        "--duration",
+        "5s",
+        "--max-cycles",
+        "2",
+        "--threads",
+        "1",
+        "--json",
+        "-",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(report["workload"], "binpack");
+    let out = run(&["work", "binpack", "--duration", "5"]);
+    assert_eq!(out.status.code(), Some(2), "a duration needs a unit");
+    assert!(stderr(&out).contains("unit is missing"), "{}", stderr(&out));
+
+    // A workload that cannot start its threads fails at run time: status 1,
+    // not the status of bad input. A small address-space limit makes
+    // thread creation fail whoever runs the test (root included).
+    let exe = env!("CARGO_BIN_EXE_pinlearn");
+    let out = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("ulimit -v 200000; exec {exe} work stream --size 0.001 --runs 2 --threads 256 --quiet"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("could not start worker thread"),
+        "{}",
+        stderr(&out)
+    );
 }

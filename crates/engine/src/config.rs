@@ -183,10 +183,54 @@ impl Settings {
     }
 }
 
-/// Parses a duration such as `50ms`, `2s` or `1m`, with a clear error.
-pub fn parse_duration(s: &str) -> Result<Duration, EngineError> {
-    humantime::parse_duration(s.trim())
-        .map_err(|e| EngineError::bad_input(format!("invalid duration {s:?} ({e}): write it like 50ms, 2s or 1m30s")))
+/// Parses the one duration syntax of pinlearn: a number with a unit, such
+/// as `50ms`, `5s`, `1.5s` or `2m`, or several such terms (`1m30s`, `1m 30s`).
+/// Units: `ns`, `us` (or `µs`), `ms`, `s`, `m` (or `min`), `h`. A number
+/// without a unit is refused: `50` could mean seconds or milliseconds.
+pub fn parse_duration(text: &str) -> Result<Duration, EngineError> {
+    let bad = |why: &str| {
+        EngineError::bad_input(format!(
+            "invalid duration {text:?}: {why}; write a number and a unit, such as 50ms, 5s, 1.5s or 2m"
+        ))
+    };
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    let mut total = 0.0f64;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_len);
+        if number.is_empty() {
+            return Err(bad("a number is missing"));
+        }
+        let value: f64 = number
+            .parse()
+            .map_err(|_| bad(&format!("{number:?} is not a number")))?;
+        let after = after.trim_start();
+        let unit_len = after.find(|c: char| !c.is_alphabetic()).unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let scale = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "" => return Err(bad("the unit is missing")),
+            other => return Err(bad(&format!("unknown unit {other:?}"))),
+        };
+        total += value * scale;
+        rest = after.trim_start();
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad("it is out of range"))
+}
+
+/// A duration in the syntax [`parse_duration`] reads, e.g. `50ms`, `2s`, `1m 30s`.
+pub fn format_duration(duration: Duration) -> String {
+    humantime::format_duration(duration).to_string()
 }
 
 fn duration_from_str<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -195,7 +239,7 @@ fn duration_from_str<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Err
 }
 
 fn duration_to_str<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&humantime::format_duration(*d).to_string())
+    s.serialize_str(&format_duration(*d))
 }
 
 #[cfg(test)]
@@ -278,6 +322,42 @@ mod tests {
         assert_eq!(back.to_toml(), text);
         assert!(text.contains("interval = \"50ms\""), "{text}");
         assert!(text.contains("[learn.pla]"), "{text}");
+    }
+
+    #[test]
+    fn one_duration_syntax() {
+        for (text, expected) in [
+            ("50ms", Duration::from_millis(50)),
+            ("5s", Duration::from_secs(5)),
+            ("1.5s", Duration::from_millis(1500)),
+            ("2m", Duration::from_secs(120)),
+            ("1m30s", Duration::from_secs(90)),
+            ("1m 30s", Duration::from_secs(90)),
+            ("250us", Duration::from_micros(250)),
+            (" 2h ", Duration::from_secs(7200)),
+        ] {
+            assert_eq!(parse_duration(text).expect(text), expected, "{text}");
+        }
+        for (text, needle) in [
+            ("50", "unit is missing"),
+            ("", "empty"),
+            ("fast", "number is missing"),
+            ("5 parsecs", "unknown unit"),
+            ("1.2.3s", "not a number"),
+            ("-5s", "number is missing"),
+            ("99999999999999999999999h", "out of range"),
+        ] {
+            let err = parse_duration(text).expect_err(text).to_string();
+            assert!(err.contains(needle), "{text:?}: {err}");
+            assert!(err.contains("50ms, 5s, 1.5s or 2m"), "{err}");
+        }
+        for d in [
+            Duration::from_millis(50),
+            Duration::from_secs(90),
+            Duration::from_micros(1500),
+        ] {
+            assert_eq!(parse_duration(&format_duration(d)).expect("round trip"), d);
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub mod supervise;
 pub mod target;
 mod trace;
 
-pub use config::{Metric, PolicyChoice, Settings, parse_duration};
+pub use config::{Metric, PolicyChoice, Settings, format_duration, parse_duration};
 pub use engine::{Engine, PlaceShare, ThreadSummary};
 pub use error::EngineError;
 pub use inprocess::{Manager, Registrar, Registration};

@@ -12,13 +12,17 @@
 //!   (scheduler, [(time, speed)]) ───► speed_plot() ─► SVG: one line per scheduler
 //! ```
 //!
+//! `Output` is where a report goes: a file or stdout (`-`).
+//!
 //! Plots are SVG only: text goes into `<text>` elements that the viewer lays
 //! out, so no font library and no system fonts are needed.
 
+mod output;
 mod plot;
 mod stats;
 mod table;
 
+pub use output::Output;
 pub use plot::{Axes, bar_plot, speed_plot};
 pub use stats::{MedianInterval, Stats, median_interval, stats};
 pub use table::Table;

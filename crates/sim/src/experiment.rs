@@ -7,7 +7,7 @@
 //!     │                    background schedule, load game, best static assignment
 //!     ▼
 //!   run(prepared, scheduler, seed):
-//!     policy = os | static | best-static (FixedPolicy) | learn[:objective]
+//!     policy = os | static | best-static (FixedPolicy) | learn[:objective]  (@metric: what the machine measures)
 //!     Engine::new(policy, places, numa_every)
 //!     k = 0, 1, ...:  engine.step(machine, k·T_CPU)      observe + decide + place
 //!                     record speeds, the core of every thread
@@ -17,18 +17,16 @@
 //! ```
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt;
-use std::str::FromStr;
 
-use pinlearn_engine::{Engine, Places, Settings};
-use pinlearn_policy::{LearnConfig, LearnPolicy, Objective, OsPolicy, Policy, StaticPolicy, ThreadKey};
-use pinlearn_topology::Topology;
-use serde::Serialize;
+use pinlearn_engine::{Engine, Places, PolicyChoice, Settings};
+use pinlearn_experiment::{Load, ModelRecord, RunRecord, Scenario, Scheduler, SchedulerKind};
+use pinlearn_policy::{LearnConfig, LearnPolicy, OsPolicy, Policy, StaticPolicy, ThreadKey};
+use pinlearn_topology::{CpuSet, Topology};
 
 use crate::SimError;
+use crate::background::BackgroundSchedule;
 use crate::game::{FixedPolicy, LoadGame, Optimum};
-use crate::machine::{MachineParams, SimMachine};
-use crate::scenario::{BackgroundSchedule, Scenario};
+use crate::machine::{MachineParams, SimMachine, SimMetric};
 use crate::workload::WorkloadSpec;
 
 /// A run that has not completed after this many times `--duration` stops
@@ -45,109 +43,6 @@ const TRACK_LIMIT: usize = 4_000_000;
 
 /// Rate of the running average drawn in plots (paper 000 Table IV: ν = 0.01).
 const PLOT_AVERAGE_RATE: f64 = 0.01;
-
-/// Who decides where threads run.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Scheduler {
-    /// `OsPolicy`: every thread on the whole machine; the modelled OS balances.
-    Os,
-    /// `StaticPolicy`: round-robin pinning once.
-    Static,
-    /// The optimal static assignment of the load model, pinned once.
-    BestStatic,
-    /// `LearnPolicy`; `None` uses the objective of the settings.
-    Learn(Option<Objective>),
-}
-
-impl fmt::Display for Scheduler {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Scheduler::Os => f.write_str("os"),
-            Scheduler::Static => f.write_str("static"),
-            Scheduler::BestStatic => f.write_str("best-static"),
-            Scheduler::Learn(None) => f.write_str("learn"),
-            Scheduler::Learn(Some(objective)) => write!(f, "learn:{objective}"),
-        }
-    }
-}
-
-impl FromStr for Scheduler {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let text = text.trim();
-        match text {
-            "os" => Ok(Scheduler::Os),
-            "static" => Ok(Scheduler::Static),
-            "best-static" => Ok(Scheduler::BestStatic),
-            "learn" => Ok(Scheduler::Learn(None)),
-            _ => match text.strip_prefix("learn:") {
-                Some(objective) => objective
-                    .parse()
-                    .map(|o| Scheduler::Learn(Some(o)))
-                    .map_err(|e| format!("scheduler \"{text}\": {e}")),
-                None => Err(format!(
-                    "unknown scheduler \"{text}\": use os, static, best-static, learn or learn:OBJECTIVE (mean, balanced[:GAMMA], own)"
-                )),
-            },
-        }
-    }
-}
-
-impl Scheduler {
-    /// Parses a comma-separated list.
-    pub fn parse_list(list: &str) -> Result<Vec<Scheduler>, String> {
-        list.split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::parse)
-            .collect()
-    }
-}
-
-/// What one run measured; one JSON record.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RunRecord {
-    pub scenario: String,
-    pub scheduler: String,
-    pub seed: u64,
-    pub workload: String,
-    pub threads: usize,
-    /// Cores the scenario gave the program.
-    pub cores: usize,
-    /// False when the run hit the horizon (HORIZON_FACTOR × duration).
-    pub finished: bool,
-    /// Simulated seconds until the last thread finished.
-    pub completion_s: Option<f64>,
-    /// Mean of every thread's speed samples over the run (metric units).
-    pub mean_speed: Option<f64>,
-    /// Work done per second per thread (core-seconds / s), metric-independent.
-    pub mean_progress: f64,
-    /// Load-model makespan of the final core assignment (constant-load
-    /// scenarios only).
-    pub makespan: Option<f64>,
-    /// The optimum of the load model (constant-load scenarios, when proven).
-    pub optimal_makespan: Option<f64>,
-    /// makespan / optimal_makespan.
-    pub makespan_ratio: Option<f64>,
-    /// Whether the final assignment is a Nash equilibrium of the load game.
-    pub nash: Option<bool>,
-    /// First period at which the modal assignment (each thread's most
-    /// frequent core over the last 20 periods) was a Nash equilibrium of the
-    /// load game (constant-load scenarios, while all threads were alive).
-    pub first_nash_period: Option<u64>,
-    /// Share of those periods in which the modal assignment was a Nash
-    /// equilibrium.
-    pub nash_share: Option<f64>,
-    /// Engine periods run.
-    pub periods: u64,
-    /// Placements the engine made.
-    pub repins: u64,
-    /// Core changes, by the engine or the modelled OS.
-    pub migrations: u64,
-    pub node_migrations: u64,
-    pub balancer_moves: u64,
-}
 
 /// A finished run: its record and the running-average speed over time.
 #[derive(Clone, Debug)]
@@ -185,19 +80,13 @@ impl Experiment {
     /// Restricts the machine to the scenario's cores and precomputes its
     /// background load and best static assignment.
     pub fn prepare(&self, scenario: Scenario) -> Result<Prepared, SimError> {
-        scenario_fits(scenario, &self.topology)?;
-        let cpus = scenario.cpus_for(self.workload.threads, &self.topology);
-        let topology = self.topology.restrict(&cpus)?;
+        let topology = self.topology.restrict(&self.cpus_for(scenario))?;
         let places = Places::new(&topology);
         let cores_per_node: Vec<usize> = topology.nodes().iter().map(|n| n.cores.len()).collect();
         let cores: usize = cores_per_node.iter().sum();
         let duration = self.workload.duration_s;
-        let background = scenario.background(
-            &cores_per_node,
-            duration,
-            self.background_weight,
-            HORIZON_FACTOR * duration,
-        );
+        let schedule = scenario.load_schedule(&cores_per_node, duration, HORIZON_FACTOR * duration);
+        let background = BackgroundSchedule::from_load(&schedule, cores, self.background_weight);
         let game = LoadGame {
             demands: self.workload.demands(),
             background: background.average(cores, duration),
@@ -214,12 +103,38 @@ impl Experiment {
         })
     }
 
+    /// The CPUs the program may use in `scenario`: threads / threads-per-core
+    /// cores (at least 1, at most all), spread evenly over the nodes, the
+    /// first cores of each node.
+    pub fn cpus_for(&self, scenario: Scenario) -> CpuSet {
+        let nodes = self.topology.nodes();
+        let wanted = scenario.cores_for(self.workload.threads, self.topology.core_count());
+        let mut per_node = vec![0usize; nodes.len()];
+        let mut left = wanted;
+        // Round-robin one core at a time over the nodes that still have cores.
+        while left > 0 {
+            for (count, node) in per_node.iter_mut().zip(nodes) {
+                if left > 0 && *count < node.cores.len() {
+                    *count += 1;
+                    left -= 1;
+                }
+            }
+        }
+        let mut cpus = CpuSet::new();
+        for (count, node) in per_node.iter().zip(nodes) {
+            for core in &node.cores[..*count] {
+                cpus = cpus.union(core);
+            }
+        }
+        cpus
+    }
+
     fn policy(&self, prepared: &Prepared, scheduler: Scheduler, seed: u64) -> Box<dyn Policy> {
         let layout = prepared.places.layout.clone();
-        match scheduler {
-            Scheduler::Os => Box::new(OsPolicy::new(layout)),
-            Scheduler::Static => Box::new(StaticPolicy::new(layout)),
-            Scheduler::BestStatic => {
+        match scheduler.kind {
+            SchedulerKind::Policy(PolicyChoice::Os) => Box::new(OsPolicy::new(layout)),
+            SchedulerKind::Policy(PolicyChoice::Static) => Box::new(StaticPolicy::new(layout)),
+            SchedulerKind::BestStatic => {
                 let core_places: Vec<usize> = layout.all_cores().collect();
                 let place_of: HashMap<ThreadKey, usize> = prepared
                     .optimum
@@ -230,9 +145,9 @@ impl Experiment {
                     .collect();
                 Box::new(FixedPolicy::new("best-static", place_of, layout.whole()))
             }
-            Scheduler::Learn(objective) => {
+            SchedulerKind::Policy(PolicyChoice::Learn) => {
                 let cfg = LearnConfig {
-                    objective: objective.unwrap_or(self.settings.learn.objective),
+                    objective: scheduler.objective.unwrap_or(self.settings.learn.objective),
                     ..self.settings.learn
                 };
                 Box::new(LearnPolicy::new(layout, cfg, seed))
@@ -240,13 +155,24 @@ impl Experiment {
         }
     }
 
-    /// Runs one (scenario, scheduler, seed) to completion or the horizon.
-    pub fn run(&self, prepared: &Prepared, scheduler: Scheduler, seed: u64) -> Result<RunResult, SimError> {
+    /// Runs one (scenario, scheduler, seed) to completion or the horizon;
+    /// `repeat` pairs the run with os's run of the same seed.
+    pub fn run(
+        &self,
+        prepared: &Prepared,
+        scheduler: Scheduler,
+        repeat: usize,
+        seed: u64,
+    ) -> Result<RunResult, SimError> {
+        let mut params = self.params.clone();
+        if let Some(metric) = scheduler.metric {
+            params.metric = SimMetric::from(metric);
+        }
         let mut machine = SimMachine::new(
             &prepared.places,
             &self.workload,
             prepared.background.clone(),
-            self.params.clone(),
+            params.clone(),
             seed,
         );
         let mut engine = Engine::new(
@@ -258,7 +184,7 @@ impl Experiment {
         let period_s = self.settings.interval.as_secs_f64();
         let horizon = HORIZON_FACTOR * self.workload.duration_s;
         let threads = self.workload.threads;
-        let constant_load = prepared.scenario.constant_load();
+        let constant_load = matches!(prepared.scenario.load, Load::None | Load::Constant);
 
         let mut speed_sum = 0.0;
         let mut speed_count = 0u64;
@@ -304,51 +230,47 @@ impl Experiment {
         let elapsed = completion_s.unwrap_or(machine.now());
         let totals = machine.totals().clone();
         let record = RunRecord {
+            workload: self.workload.kind.to_string(),
             scenario: prepared.scenario.to_string(),
             scheduler: scheduler.to_string(),
-            seed,
-            workload: self.workload.kind.to_string(),
+            repeat,
+            seed: Some(seed),
             threads,
             cores: machine.cores(),
-            finished: completion_s.is_some(),
             completion_s,
             mean_speed: (speed_count > 0).then(|| speed_sum / speed_count as f64),
-            mean_progress: if elapsed > 0.0 && threads > 0 {
-                totals.work / elapsed / threads as f64
-            } else {
-                0.0
-            },
-            makespan_ratio: match (makespan, optimal_makespan) {
-                (Some(l), Some(best)) if best > 0.0 => Some(l / best),
-                _ => None,
-            },
-            makespan,
-            optimal_makespan,
-            nash,
-            first_nash_period: tracker.as_ref().and_then(|t| t.first_nash),
-            nash_share: tracker
-                .as_ref()
-                .filter(|t| constant_load && t.periods > 0)
-                .map(|t| t.nash_periods as f64 / t.periods as f64),
-            periods: engine.periods(),
-            repins: engine.repins(),
-            migrations: totals.migrations,
-            node_migrations: totals.node_migrations,
-            balancer_moves: totals.balancer_moves,
+            metric: Some(format!("{:?}", params.metric).to_lowercase()),
+            repins: Some(engine.repins()),
+            os_share: None,
+            manager_cpu_s: None,
+            workload_cpu_s: None,
+            assignment: None,
+            model: Some(ModelRecord {
+                mean_progress: if elapsed > 0.0 && threads > 0 {
+                    totals.work / elapsed / threads as f64
+                } else {
+                    0.0
+                },
+                makespan_ratio: match (makespan, optimal_makespan) {
+                    (Some(l), Some(best)) if best > 0.0 => Some(l / best),
+                    _ => None,
+                },
+                makespan,
+                optimal_makespan,
+                nash,
+                first_nash_period: tracker.as_ref().and_then(|t| t.first_nash),
+                nash_share: tracker
+                    .as_ref()
+                    .filter(|t| constant_load && t.periods > 0)
+                    .map(|t| t.nash_periods as f64 / t.periods as f64),
+                periods: engine.periods(),
+                migrations: totals.migrations,
+                node_migrations: totals.node_migrations,
+                balancer_moves: totals.balancer_moves,
+            }),
         };
         Ok(RunResult { record, series })
     }
-}
-
-/// Whether `topology` can host `scenario` (D needs two nodes).
-pub fn scenario_fits(scenario: Scenario, topology: &Topology) -> Result<(), SimError> {
-    if scenario == Scenario::AlternatingNodes && topology.nodes().len() < 2 {
-        return Err(SimError::BadInput(format!(
-            "scenario D alternates the load between NUMA nodes but the topology \"{}\" has one node: give --topology with 2+ nodes, e.g. \"node:2 core:14 pu:1\"",
-            topology.source()
-        )));
-    }
-    Ok(())
 }
 
 /// Follows each thread's most frequent core over the last FINAL_WINDOW
@@ -425,24 +347,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scheduler_names_parse_and_print_back() {
-        for name in [
-            "os",
-            "static",
-            "best-static",
-            "learn",
-            "learn:mean",
-            "learn:own",
-            "learn:balanced:0.5",
-        ] {
-            let scheduler: Scheduler = name.parse().unwrap();
-            assert_eq!(scheduler.to_string(), name);
-        }
-        let err = "fastest".parse::<Scheduler>().unwrap_err();
-        assert!(err.starts_with("unknown scheduler \"fastest\""), "{err}");
-        let err = "learn:best".parse::<Scheduler>().unwrap_err();
-        assert!(err.contains("unknown objective"), "{err}");
-        assert_eq!(Scheduler::parse_list("os, learn").unwrap().len(), 2);
+    fn scenarios_take_the_first_cores_of_every_node_evenly() {
+        let experiment = |threads| Experiment {
+            topology: Topology::from_synthetic("node:2 core:14 pu:1").unwrap(),
+            workload: WorkloadSpec {
+                threads,
+                ..WorkloadSpec::default()
+            },
+            params: MachineParams::default(),
+            settings: Settings::default(),
+            background_weight: 2.0,
+        };
+        let s = |name: &str| name.parse::<Scenario>().unwrap();
+        assert_eq!(experiment(40).cpus_for(s("A.1")).to_string(), "0-4,14-18");
+        assert_eq!(experiment(40).cpus_for(s("B.1")).to_string(), "0-9,14-23");
+        assert_eq!(experiment(40).cpus_for(s("C.1")).len(), 28, "capped at the machine");
+        assert_eq!(experiment(3).cpus_for(s("C.1")).to_string(), "0-1,14");
+        assert_eq!(experiment(1).cpus_for(s("A.1")).len(), 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! real process, in simulated time.
 //!
 //! ```text
-//!   SimCommand ─► Plan: Experiment (Topology, WorkloadSpec, MachineParams, engine Settings)
+//!   SimOptions ─► Plan: Experiment (Topology, WorkloadSpec, MachineParams, engine Settings)
 //!      │                × scenarios (A.1 … C.3, D) × schedulers × seeds
 //!      ▼
 //!   Experiment::prepare(scenario): cores of the scenario ─► Places, BackgroundSchedule,
@@ -18,7 +18,7 @@
 //!      │                                      ──Target::place────► thread → core / node / machine
 //!      │      SimMachine::advance_to(t + T_CPU)   fluid model, event by event
 //!      ▼
-//!   RunRecord per run ─► table (stdout), --json, --plot (running-average speed)
+//!   RunRecord per run (pinlearn-experiment) ─► the shared table (stdout), --json, --plot
 //! ```
 //!
 //! # The model
@@ -26,7 +26,8 @@
 //! **Machine.** The cores of a [`Topology`](pinlearn_topology::Topology)
 //! (hwloc synthetic string or XML), each with a capacity `c_j` (1.0 =
 //! nominal) and a node. A scenario gives the program the first cores of
-//! every node (see [`scenario`]).
+//! every node; the scenario (pinlearn-experiment) says which cores carry
+//! the other program when ([`background`]).
 //!
 //! **Fair sharing.** Thread `i` has a CFS weight `w_i` (1 = nice 0). On core
 //! `j` the runnable threads (working *or spinning*) and the background
@@ -97,18 +98,18 @@
 //! (spin-then-block with `--spin`), `pipeline`. Completion is the simulated
 //! time at which the last thread finishes.
 //!
-//! **Baselines** ([`Scheduler`]): `os` (`OsPolicy`), `static`
+//! **Baselines** (`pinlearn_experiment::Scheduler`): `os` (`OsPolicy`), `static`
 //! (`StaticPolicy`), `best-static` (the optimum of the load game, see
 //! [`game`]), `learn[:objective]` (`LearnPolicy`). Only `best-static` is a
 //! policy of this crate ([`FixedPolicy`]): it applies an assignment computed
 //! in advance and learns nothing.
 
+pub mod background;
 pub mod command;
 pub mod experiment;
 pub mod game;
 pub mod machine;
 pub mod report;
-pub mod scenario;
 pub mod workload;
 
 use std::path::PathBuf;
@@ -116,11 +117,11 @@ use std::path::PathBuf;
 use pinlearn_engine::EngineError;
 use pinlearn_topology::TopologyError;
 
-pub use command::{Plan, SimCommand, run, run_plan};
-pub use experiment::{Experiment, Prepared, RunRecord, RunResult, Scheduler};
+pub use background::BackgroundSchedule;
+pub use command::{Plan, SimOptions, run, run_plan};
+pub use experiment::{Experiment, Prepared, RunResult};
 pub use game::{FixedPolicy, LoadGame, Optimum};
 pub use machine::{MachineParams, MachineTotals, SimMachine, SimMetric};
-pub use scenario::{BackgroundSchedule, ParseScenarioError, Scenario};
 pub use workload::{Activity, Program, WorkloadKind, WorkloadSpec};
 
 /// Why `pinlearn sim` could not run; one line each.
@@ -133,12 +134,8 @@ pub enum SimError {
     Topology(#[from] TopologyError),
     #[error(transparent)]
     Engine(#[from] EngineError),
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{0}")]
+    Output(String),
     #[error("cannot draw the plot {path}: {reason}")]
     Plot { path: PathBuf, reason: String },
 }
@@ -149,12 +146,7 @@ impl SimError {
         match self {
             SimError::BadInput(_) | SimError::Topology(_) => true,
             SimError::Engine(e) => e.exit_status() == 2,
-            SimError::Write { .. } | SimError::Plot { .. } => false,
+            SimError::Output(_) | SimError::Plot { .. } => false,
         }
-    }
-
-    /// The process exit status: 2 for bad input, 1 otherwise.
-    pub fn exit_status(&self) -> i32 {
-        if self.is_bad_input() { 2 } else { 1 }
     }
 }

@@ -31,7 +31,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::scenario::BackgroundSchedule;
+use crate::background::BackgroundSchedule;
 use crate::workload::{Activity, Program, WORK_EPSILON, WorkloadSpec};
 
 /// Events closer than this (seconds) count as simultaneous.
@@ -42,7 +42,7 @@ const TIME_EPSILON: f64 = 1e-9;
 pub const MIN_RUNNABLE_SHARE: f64 = 0.02;
 
 /// What a thread's speed sample measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SimMetric {
     /// run / (run + wait) while runnable, times the core's capacity: what
@@ -56,6 +56,18 @@ pub enum SimMetric {
     /// working, full rate while spinning or paying migration cost (the
     /// papers' metric, which counts busy-waiting as progress).
     Instructions,
+}
+
+impl From<pinlearn_engine::Metric> for SimMetric {
+    /// The engine's word for a speed signal; `auto` is `cpu` (the simulated
+    /// machine, like ours, has no instruction counters unless asked).
+    fn from(metric: pinlearn_engine::Metric) -> Self {
+        match metric {
+            pinlearn_engine::Metric::Auto | pinlearn_engine::Metric::Cpu => SimMetric::Cpu,
+            pinlearn_engine::Metric::Heartbeat => SimMetric::Heartbeat,
+            pinlearn_engine::Metric::Instructions => SimMetric::Instructions,
+        }
+    }
 }
 
 /// The physical constants of the model.

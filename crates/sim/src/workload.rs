@@ -37,7 +37,7 @@ const ROUND_SECONDS: f64 = 0.1;
 const ITEM_SECONDS: f64 = 0.025;
 
 /// The programs `--workload` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadKind {
     /// Every thread has its own work and ends when it is done.
@@ -60,6 +60,22 @@ impl WorkloadKind {
             WorkloadKind::BarrierSpin => "barrier-spin",
             WorkloadKind::Pipeline => "pipeline",
         }
+    }
+}
+
+impl std::str::FromStr for WorkloadKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        [
+            WorkloadKind::Independent,
+            WorkloadKind::Barrier,
+            WorkloadKind::BarrierSpin,
+            WorkloadKind::Pipeline,
+        ]
+        .into_iter()
+        .find(|kind| kind.name() == text)
+        .ok_or_else(|| format!("unknown workload {text:?}: use independent, barrier, barrier-spin or pipeline"))
     }
 }
 
@@ -91,6 +107,23 @@ pub struct WorkloadSpec {
     /// Share of a thread's time spent on memory accesses, in [0, 1]: the
     /// NUMA slowdown is proportional to it.
     pub memory_intensity: f64,
+}
+
+impl Default for WorkloadSpec {
+    /// `pinlearn sim`'s defaults: 40 independent threads of equal weight,
+    /// 60 s of work, memory intensity 0.3.
+    fn default() -> Self {
+        WorkloadSpec {
+            kind: WorkloadKind::Independent,
+            threads: 40,
+            weights: vec![1.0],
+            duration_s: 60.0,
+            spin_s: None,
+            stages: vec![2.0, 1.0, 1.0],
+            queue_capacity: 64,
+            memory_intensity: 0.3,
+        }
+    }
 }
 
 impl WorkloadSpec {

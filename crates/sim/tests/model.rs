@@ -391,7 +391,9 @@ fn the_os_model_ignores_memory_placement() {
 
 #[test]
 fn best_static_completes_at_the_optimal_makespan() {
-    use pinlearn_sim::{Experiment, Scheduler};
+    use pinlearn_engine::PolicyChoice;
+    use pinlearn_experiment::Scheduler;
+    use pinlearn_sim::Experiment;
     let topology = Topology::from_synthetic("node:1 core:3 pu:1").unwrap();
     let mut workload = spec(WorkloadKind::Independent, 6, 30.0);
     workload.weights = vec![3.0, 3.0, 2.0, 2.0, 1.0, 1.0];
@@ -405,14 +407,18 @@ fn best_static_completes_at_the_optimal_makespan() {
     let prepared = experiment.prepare("C.1".parse().unwrap()).unwrap();
     assert!(prepared.optimum.exact);
     assert_eq!(prepared.optimum.makespan, 4.0, "3+1 | 3+1 | 2+2");
-    let best = experiment.run(&prepared, Scheduler::BestStatic, 1).unwrap().record;
-    let round_robin = experiment.run(&prepared, Scheduler::Static, 1).unwrap().record;
+    let best = experiment.run(&prepared, Scheduler::BEST_STATIC, 0, 1).unwrap().record;
+    let round_robin = experiment
+        .run(&prepared, Scheduler::policy(PolicyChoice::Static), 0, 1)
+        .unwrap()
+        .record;
+    let (best_model, round_robin_model) = (best.model.clone().unwrap(), round_robin.model.clone().unwrap());
     // Work per unit of weight: 30 s / max(12/3, 3) = 7.5 s; the optimum finishes at 4 × 7.5.
     assert!(close(best.completion_s.unwrap(), 30.0, 1e-9), "{best:?}");
-    assert_eq!(best.makespan, Some(4.0));
-    assert_eq!(best.nash, Some(true));
+    assert_eq!(best_model.makespan, Some(4.0));
+    assert_eq!(best_model.nash, Some(true));
     // Round robin: 3+2 | 3+1 | 2+1.
-    assert_eq!(round_robin.makespan, Some(5.0), "{round_robin:?}");
+    assert_eq!(round_robin_model.makespan, Some(5.0), "{round_robin:?}");
     assert!(close(round_robin.completion_s.unwrap(), 37.5, 1e-9), "{round_robin:?}");
 }
 

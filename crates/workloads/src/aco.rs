@@ -51,7 +51,7 @@
 //!   of an ant grows with n^3 and with how tardy the instance is: a `wt100`
 //!   instance costs 30-150 times more per ant than `wt40:1`, so lower
 //!   `--iterations` there.
-//! - `--sync block|spin|spin-then-block` and `--spin-us`: how threads wait at
+//! - `--sync block|spin|spin-then-block` and `--spin DUR`: how threads wait at
 //!   the barriers (see [`crate::barrier`]).
 //!
 //! # Data
@@ -75,24 +75,31 @@ const GLOBAL_BEST_EVERY: usize = 5;
 /// Ants per iteration unless `--ants` says otherwise.
 pub const DEFAULT_ANTS: usize = 64;
 
-/// Command-line options of the aco workload.
-#[derive(clap::Args, Debug, Clone)]
+/// Options of the aco workload.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// OR-Library instance SET:INDEX, SET wt40, wt50 or wt100, INDEX 1..=125
-    #[arg(long, default_value = "wt40:1")]
     pub instance: String,
     /// Ants per iteration, divided evenly over the threads
-    #[arg(long, default_value_t = DEFAULT_ANTS)]
     pub ants: usize,
     /// Iterations (each ends with two barriers)
-    #[arg(long, default_value_t = 4000)]
     pub iterations: usize,
     /// How threads wait at the end-of-iteration barriers
-    #[arg(long, value_enum, default_value_t = SyncMode::Block)]
     pub sync: SyncMode,
-    /// Microseconds a thread spins before blocking, with --sync spin-then-block
-    #[arg(long, default_value_t = 200)]
-    pub spin_us: u64,
+    /// How long a thread spins before blocking, with `SyncMode::SpinThenBlock`
+    pub spin: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            instance: "wt40:1".into(),
+            ants: DEFAULT_ANTS,
+            iterations: 4000,
+            sync: SyncMode::Block,
+            spin: Duration::from_micros(200),
+        }
+    }
 }
 
 /// What an aco run found.
@@ -351,7 +358,7 @@ fn ant_range(ants: usize, threads: usize, thread: usize) -> std::ops::Range<usiz
 fn run_colony(instance: &WtInstance, opts: &Options, common: &Common) -> Result<(Found, usize), WorkError> {
     let trail = RwLock::new(Trail::new(instance));
     let iteration_best: Mutex<Option<Found>> = Mutex::new(None);
-    let barrier = Barrier::new(common.threads, opts.sync, Duration::from_micros(opts.spin_us));
+    let barrier = Barrier::new(common.threads, opts.sync, opts.spin);
     common.spawn_workers("aco", |thread| {
         let mut ant_memory = Ant::new(instance.jobs());
         let mut thread_best: Option<Found> = None;
@@ -440,7 +447,7 @@ mod tests {
             ants,
             iterations,
             sync,
-            spin_us: 50,
+            spin: Duration::from_micros(50),
         }
     }
 

@@ -22,15 +22,39 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How a thread waits for the others at a barrier (or for a queue).
-#[derive(clap::ValueEnum, serde::Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum SyncMode {
     /// Sleep in the kernel until released (Mutex + Condvar, a futex).
     Block,
     /// Busy-wait on an atomic generation counter (OpenMP's active wait).
     Spin,
-    /// Busy-wait for a while (`--spin-us`), then sleep.
+    /// Busy-wait for a while (`--spin`), then sleep.
     SpinThenBlock,
+}
+
+impl SyncMode {
+    pub const ALL: [SyncMode; 3] = [SyncMode::Block, SyncMode::Spin, SyncMode::SpinThenBlock];
+
+    /// The word for the mode on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::Block => "block",
+            SyncMode::Spin => "spin",
+            SyncMode::SpinThenBlock => "spin-then-block",
+        }
+    }
+}
+
+impl std::str::FromStr for SyncMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        SyncMode::ALL
+            .into_iter()
+            .find(|m| m.name() == text)
+            .ok_or_else(|| format!("unknown wait mode {text:?}: use block, spin or spin-then-block"))
+    }
 }
 
 /// A reusable barrier for a fixed number of threads.

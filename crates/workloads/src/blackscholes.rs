@@ -67,29 +67,45 @@ const OPTION_DATA: &str = include_str!("../data/parsec/optionData.txt");
 const CHUNK: usize = 256;
 
 /// PARSEC's input sizes (`inputs/input_*.tar` of the blackscholes package).
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputSize {
     /// 4 options (PARSEC "test").
-    #[value(name = "in_4")]
     In4,
     /// 16 options (PARSEC "simdev").
-    #[value(name = "in_16")]
     In16,
     /// 4096 options (PARSEC "simsmall").
-    #[value(name = "in_4K")]
     In4K,
     /// 16384 options (PARSEC "simmedium").
-    #[value(name = "in_16K")]
     In16K,
     /// 65536 options (PARSEC "simlarge").
-    #[value(name = "in_64K")]
     In64K,
     /// 10 000 000 options (PARSEC "native").
-    #[value(name = "in_10M")]
     In10M,
 }
 
 impl InputSize {
+    /// Every size, smallest first.
+    pub const ALL: [InputSize; 6] = [
+        InputSize::In4,
+        InputSize::In16,
+        InputSize::In4K,
+        InputSize::In16K,
+        InputSize::In64K,
+        InputSize::In10M,
+    ];
+
+    /// PARSEC's name of the input (`in_64K`).
+    pub fn name(self) -> &'static str {
+        match self {
+            InputSize::In4 => "in_4",
+            InputSize::In16 => "in_16",
+            InputSize::In4K => "in_4K",
+            InputSize::In16K => "in_16K",
+            InputSize::In64K => "in_64K",
+            InputSize::In10M => "in_10M",
+        }
+    }
+
     /// Number of options in PARSEC's file of this size.
     pub fn option_count(self) -> usize {
         match self {
@@ -103,18 +119,39 @@ impl InputSize {
     }
 }
 
-/// Command-line options of the blackscholes workload.
-#[derive(clap::Args, Debug, Clone)]
+impl std::str::FromStr for InputSize {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        InputSize::ALL
+            .into_iter()
+            .find(|size| size.name() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = InputSize::ALL.iter().map(|s| s.name()).collect();
+                format!("unknown input size {text:?}: use one of {}", names.join(", "))
+            })
+    }
+}
+
+/// Options of the blackscholes workload.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// PARSEC input size to generate
-    #[arg(long, value_enum, default_value = "in_64K")]
     pub input: InputSize,
     /// Price this many options instead of a PARSEC input size
-    #[arg(long)]
     pub options: Option<usize>,
     /// Times every option is priced (PARSEC's NUM_RUNS is 100)
-    #[arg(long, default_value_t = 3000)]
     pub runs: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            input: InputSize::In64K,
+            options: None,
+            runs: 3000,
+        }
+    }
 }
 
 /// What a blackscholes run computed.
@@ -360,20 +397,13 @@ mod tests {
         Common::new(threads, 1, true).expect("valid settings")
     }
 
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        options: Options,
-    }
-
     #[test]
-    fn options_parse_parsec_input_names() {
-        use clap::Parser;
-        let cli = Cli::try_parse_from(["blackscholes", "--input", "in_4K", "--runs", "2"]).expect("parses");
-        assert_eq!((cli.options.input, cli.options.runs), (InputSize::In4K, 2));
-        let defaults = Cli::try_parse_from(["blackscholes"]).expect("parses");
-        assert_eq!(defaults.options.input.option_count(), 65536);
-        assert!(Cli::try_parse_from(["blackscholes", "--input", "in_5K"]).is_err());
+    fn input_sizes_parse_by_parsec_name() {
+        for size in InputSize::ALL {
+            assert_eq!(size.name().parse::<InputSize>(), Ok(size));
+        }
+        assert_eq!(Options::default().input.option_count(), 65536);
+        assert!("in_5K".parse::<InputSize>().unwrap_err().contains("in_64K"));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! through the heartbeat channel so pinlearn can measure it from outside.
 //!
 //! ```text
-//!   pinlearn work aco --threads 4 --json
-//!        │  WorkCommand { workload: Workload::Aco(aco::Options), threads, seed, json, quiet }
+//!   pinlearn work aco --threads 4 --json -   (parsed by the binary)
+//!        │  Work { workload: Workload::Aco(aco::Options), threads, seed, progress }
 //!        ▼
 //!   run(&cmd) ─► Common::new(threads, seed, quiet) ─► aco::run(&opts, &common)
 //!        │                                              │ spawn_workers("aco", ..) → threads "aco-0".."aco-3"
@@ -13,7 +13,7 @@
 //!        │                                            Report (workload fields)
 //!        ▼
 //!   {"workload": "aco", "threads": 4, "seed": 1, "wall_s": 2.3, ...Report fields}
-//!        ├─► --json: printed as one object by the CLI
+//!        ├─► --json FILE: written as one object by the CLI
 //!        └─► human_summary(&value): a few aligned lines
 //! ```
 //!
@@ -44,39 +44,27 @@ pub use common::{Common, WorkError};
 use serde_json::{Map, Value};
 use std::time::Instant;
 
-/// `pinlearn work`: one workload and the options every workload shares.
-#[derive(clap::Args, Debug, Clone)]
-pub struct WorkCommand {
-    #[command(subcommand)]
+/// One workload run: the workload with its options, and what every
+/// workload shares.
+#[derive(Debug, Clone)]
+pub struct Work {
     pub workload: Workload,
-    /// Worker threads [default: the CPUs this process may run on]
-    #[arg(long, global = true)]
+    /// Worker threads; `None`: the CPUs this process may run on.
     pub threads: Option<usize>,
-    /// Seed of every random choice (same seed, same result)
-    #[arg(long, global = true, default_value_t = 1)]
+    /// Seed of every random choice (same seed, same result).
     pub seed: u64,
-    /// Print the result as one JSON object on stdout
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// Hide the progress bar
-    #[arg(long, global = true)]
-    pub quiet: bool,
+    /// Draw a progress bar on stderr (when it is a terminal).
+    pub progress: bool,
 }
 
 /// The workloads, with their own options.
-#[derive(clap::Subcommand, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub enum Workload {
-    /// Ant colony optimisation of weighted tardiness (OR-Library), threads meet at barriers
     Aco(aco::Options),
-    /// Stages of unequal work connected by bounded queues
     Pipeline(pipeline::Options),
-    /// STREAM triad over arrays far larger than the caches
     Stream(stream::Options),
-    /// PARSEC blackscholes: European option pricing
     Blackscholes(blackscholes::Options),
-    /// PARSEC swaptions: Monte Carlo pricing of swaptions (HJM model)
     Swaptions(swaptions::Options),
-    /// Bin packing of Scholl et al. instances by parallel local search
     Binpack(binpack::Options),
 }
 
@@ -113,9 +101,9 @@ fn to_fields(report: impl serde::Serialize) -> Map<String, Value> {
 /// `threads`, `seed`, `wall_s`, then the workload's own fields (a workload
 /// that reports `threads` itself, like `pipeline`, which may need more
 /// threads than asked, overrides the requested count).
-pub fn run(cmd: &WorkCommand) -> Result<Value, WorkError> {
+pub fn run(cmd: &Work) -> Result<Value, WorkError> {
     let threads = cmd.threads.unwrap_or_else(default_threads);
-    let common = Common::new(threads, cmd.seed, cmd.quiet)?;
+    let common = Common::new(threads, cmd.seed, !cmd.progress)?;
     let started = Instant::now();
     let fields = match &cmd.workload {
         Workload::Aco(opts) => to_fields(aco::run(opts, &common)?),
@@ -183,43 +171,19 @@ fn plain(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        work: WorkCommand,
-    }
-
-    fn parse(args: &[&str]) -> WorkCommand {
-        Cli::try_parse_from(std::iter::once("work").chain(args.iter().copied()))
-            .expect("parses")
-            .work
-    }
-
-    #[test]
-    fn common_options_go_before_or_after_the_workload() {
-        let cmd = parse(&["--threads", "3", "aco", "--instance", "wt50:2", "--seed", "9", "--json"]);
-        assert_eq!((cmd.threads, cmd.seed, cmd.json, cmd.quiet), (Some(3), 9, true, false));
-        let Workload::Aco(opts) = &cmd.workload else {
-            panic!("aco expected, got {:?}", cmd.workload)
-        };
-        assert_eq!(opts.instance, "wt50:2");
-        let cmd = parse(&["stream", "--size", "0.5"]);
-        assert_eq!((cmd.threads, cmd.seed), (None, 1));
-        assert!(Cli::try_parse_from(["work", "nosuch"]).is_err());
-    }
-
-    #[test]
-    fn every_workload_has_its_subcommand() {
-        for name in ["aco", "pipeline", "stream", "blackscholes", "swaptions", "binpack"] {
-            assert_eq!(parse(&[name]).workload.name(), name);
+    fn work(workload: Workload, threads: usize) -> Work {
+        Work {
+            workload,
+            threads: Some(threads),
+            seed: 1,
+            progress: false,
         }
     }
 
     #[test]
     fn result_holds_common_and_workload_fields() {
-        let cmd = parse(&["--threads", "2", "--quiet", "stream", "--size", "0.01", "--runs", "2"]);
+        let cmd = work(Workload::Stream(stream::Options { size: 0.01, runs: 2 }), 2);
         let result = run(&cmd).expect("runs");
         assert_eq!(result["workload"], "stream");
         assert_eq!(result["threads"], 2);
@@ -234,23 +198,18 @@ mod tests {
 
     #[test]
     fn pipeline_reports_the_threads_it_really_used() {
-        let cmd = parse(&[
-            "--threads",
-            "1",
-            "--quiet",
-            "pipeline",
-            "--items",
-            "20",
-            "--rounds",
-            "1",
-        ]);
-        let result = run(&cmd).expect("runs");
+        let options = pipeline::Options {
+            items: 20,
+            rounds: 1,
+            ..pipeline::Options::default()
+        };
+        let result = run(&work(Workload::Pipeline(options), 1)).expect("runs");
         assert_eq!(result["threads"], 3, "one thread per stage at least");
     }
 
     #[test]
     fn zero_threads_is_a_clear_error() {
-        let cmd = parse(&["--threads", "0", "stream"]);
+        let cmd = work(Workload::Stream(stream::Options::default()), 0);
         assert!(matches!(run(&cmd), Err(WorkError::BadInput(_))));
     }
 

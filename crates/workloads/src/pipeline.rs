@@ -19,7 +19,7 @@
 //! others spend their time waiting on empty or full queues. How they wait is
 //! `--queue`: `block` sleeps on a condition variable, `spin` busy-waits (the
 //! waiting thread stays runnable and looks busy), `spin-then-block` spins for
-//! `--spin-us` microseconds first.
+//! `--spin` (a duration, default 200us) first.
 //!
 //! Each item is 64 bytes of payload generated from `--seed` and its id. A
 //! stage of weight w applies w x `--rounds` rounds of a 64-bit mixing function
@@ -41,7 +41,7 @@
 //! # Options
 //!
 //! `--stages 2,1,1` (weights, positive integers), `--queue block|spin|spin-then-block`,
-//! `--spin-us 200`, `--items 600000`, `--capacity 64` (items per queue),
+//! `--spin 200us`, `--items 600000`, `--capacity 64` (items per queue),
 //! `--rounds 256` (mixing rounds per unit of weight). Scale up with `--items`.
 //! The default takes about 3 s with blocking queues on 2 cores; with
 //! `--queue spin` and more threads than cores it takes many times longer,
@@ -54,27 +54,34 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Command-line options of the pipeline workload.
-#[derive(clap::Args, Debug, Clone)]
+/// Options of the pipeline workload.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Relative work of each stage, comma-separated
-    #[arg(long, value_delimiter = ',', default_value = "2,1,1")]
     pub stages: Vec<u32>,
     /// How a stage waits on an empty input or a full output queue
-    #[arg(long, value_enum, default_value_t = SyncMode::Block)]
     pub queue: SyncMode,
-    /// Microseconds a thread spins before blocking, with --queue spin-then-block
-    #[arg(long, default_value_t = 200)]
-    pub spin_us: u64,
+    /// How long a thread spins before blocking, with `SyncMode::SpinThenBlock`
+    pub spin: Duration,
     /// Items pushed through the pipeline
-    #[arg(long, default_value_t = 600_000)]
     pub items: u64,
     /// Capacity of each queue between two stages, in items
-    #[arg(long, default_value_t = 64)]
     pub capacity: usize,
     /// Mixing rounds applied to each item per unit of stage weight
-    #[arg(long, default_value_t = 256)]
     pub rounds: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            stages: vec![2, 1, 1],
+            queue: SyncMode::Block,
+            spin: Duration::from_micros(200),
+            items: 600_000,
+            capacity: 64,
+            rounds: 256,
+        }
+    }
 }
 
 /// What a pipeline run did.
@@ -347,7 +354,7 @@ fn run_stages(opts: &Options, common: &Common) -> Result<(u64, Vec<usize>), Work
         .flat_map(|(stage, &count)| (0..count).map(move |k| (stage, k)))
         .collect();
     let names: Vec<String> = roles.iter().map(|(stage, k)| format!("pipe-{stage}-{k}")).collect();
-    let spin_for = Duration::from_micros(opts.spin_us);
+    let spin_for = opts.spin;
     // queues[s] carries items from stage s to stage s + 1.
     let queues: Vec<Queue> = (0..stages - 1)
         .map(|s| Queue::new(opts.capacity, stage_threads[s], opts.queue, spin_for))
@@ -453,7 +460,7 @@ mod tests {
         Options {
             stages: stages.to_vec(),
             queue,
-            spin_us: 20,
+            spin: Duration::from_micros(20),
             items,
             capacity,
             rounds: 3,
@@ -523,20 +530,8 @@ mod tests {
     }
 
     #[test]
-    fn stages_parse_from_a_comma_list() {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            options: Options,
-        }
-        let cli = Cli::try_parse_from(["pipeline", "--stages", "3,1,2", "--queue", "spin"]).expect("parses");
-        assert_eq!(cli.options.stages, vec![3, 1, 2]);
-        assert_eq!(cli.options.queue, SyncMode::Spin);
-        let defaults = Cli::try_parse_from(["pipeline"]).expect("parses");
-        assert_eq!(
-            (defaults.options.stages, defaults.options.capacity),
-            (vec![2, 1, 1], 64)
-        );
+    fn defaults_are_three_unequal_stages() {
+        let defaults = Options::default();
+        assert_eq!((defaults.stages, defaults.capacity), (vec![2, 1, 1], 64));
     }
 }

@@ -44,15 +44,19 @@ const SCALAR: f64 = 3.0;
 const B_START: f64 = 1.0;
 const C_VALUE: f64 = 2.0;
 
-/// Command-line options of the stream workload.
-#[derive(clap::Args, Debug, Clone)]
+/// Options of the stream workload.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Array size relative to 64 MiB per array (3 arrays)
-    #[arg(long, default_value_t = 1.0)]
     pub size: f64,
     /// Times the triad sweeps the arrays
-    #[arg(long, default_value_t = 400)]
     pub runs: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { size: 1.0, runs: 400 }
+    }
 }
 
 /// What a stream run measured.

@@ -105,7 +105,7 @@ const FACTOR_VOLATILITIES: [[f64; STEPS - 1]; FACTORS] = [
 const DEFAULT_SIZE: (usize, u64) = (64, 200_000);
 
 /// PARSEC's input sets.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {
     /// 1 swaption, 5 simulations.
     Test,
@@ -119,7 +119,38 @@ pub enum Preset {
     Native,
 }
 
+impl std::str::FromStr for Preset {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Preset::ALL.into_iter().find(|p| p.name() == text).ok_or_else(|| {
+            let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+            format!("unknown preset {text:?}: use one of {}", names.join(", "))
+        })
+    }
+}
+
 impl Preset {
+    /// Every input set, smallest first.
+    pub const ALL: [Preset; 5] = [
+        Preset::Test,
+        Preset::Simsmall,
+        Preset::Simmedium,
+        Preset::Simlarge,
+        Preset::Native,
+    ];
+
+    /// PARSEC's name of the input set.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Test => "test",
+            Preset::Simsmall => "simsmall",
+            Preset::Simmedium => "simmedium",
+            Preset::Simlarge => "simlarge",
+            Preset::Native => "native",
+        }
+    }
+
     /// (swaptions, simulations per swaption).
     pub fn size(self) -> (usize, u64) {
         match self {
@@ -132,17 +163,14 @@ impl Preset {
     }
 }
 
-/// Command-line options of the swaptions workload.
-#[derive(clap::Args, Debug, Clone)]
+/// Options of the swaptions workload.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Options {
     /// PARSEC input set [default: 64 swaptions, 200000 simulations]
-    #[arg(long, value_enum)]
     pub preset: Option<Preset>,
     /// Number of swaptions (overrides the preset)
-    #[arg(long)]
     pub swaptions: Option<usize>,
     /// Monte Carlo paths per swaption, rounded up to blocks of 16 (overrides the preset)
-    #[arg(long)]
     pub simulations: Option<u64>,
 }
 
@@ -485,19 +513,12 @@ mod tests {
         }
     }
 
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        options: Options,
-    }
-
     #[test]
-    fn options_parse_parsec_preset_names() {
-        use clap::Parser;
-        let cli = Cli::try_parse_from(["swaptions", "--preset", "simsmall", "--simulations", "64"]).expect("parses");
-        assert_eq!(cli.options.preset, Some(Preset::Simsmall));
-        assert_eq!(cli.options.simulations, Some(64));
-        assert!(Cli::try_parse_from(["swaptions", "--preset", "huge"]).is_err());
+    fn presets_parse_by_name() {
+        for preset in Preset::ALL {
+            assert_eq!(preset.name().parse::<Preset>(), Ok(preset));
+        }
+        assert!("huge".parse::<Preset>().unwrap_err().contains("simlarge"));
     }
 
     #[test]

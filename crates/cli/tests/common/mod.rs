@@ -19,6 +19,20 @@ pub fn run(args: &[&str]) -> Output {
         .expect("run pinlearn")
 }
 
+/// Runs `pinlearn SUBCOMMAND --json FILE REST...` and returns its output
+/// with the JSON summary written to FILE in place of stdout (the supervised
+/// program's own stdout is dropped).
+pub fn run_json(args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("summary.json");
+    let file_text = file.to_str().expect("utf-8 path").to_string();
+    let mut full: Vec<&str> = vec![args[0], "--json", &file_text];
+    full.extend_from_slice(&args[1..]);
+    let mut out = run(&full);
+    out.stdout = std::fs::read(&file).unwrap_or_default();
+    out
+}
+
 /// Every thread's allowed CPU list, by tid, from /proc/PID/task/*/status.
 pub fn masks(pid: u32) -> BTreeMap<u32, String> {
     let mut out = BTreeMap::new();

@@ -1,18 +1,22 @@
 //! `pinlearn sim` as a command: options, errors, and reproducible output.
 
+use super::*;
 use clap::Parser;
-use pinlearn_sim::{SimCommand, SimError};
 
 #[derive(Parser)]
 struct Cli {
     #[command(flatten)]
-    sim: SimCommand,
+    sim: SimArgs,
 }
 
-fn command(args: &[&str]) -> SimCommand {
+fn parse(args: &[&str]) -> Result<SimArgs, String> {
     let mut argv = vec!["sim"];
     argv.extend_from_slice(args);
-    Cli::try_parse_from(argv).expect("valid options").sim
+    Cli::try_parse_from(argv).map(|cli| cli.sim).map_err(|e| e.to_string())
+}
+
+fn command(args: &[&str]) -> SimArgs {
+    parse(args).expect("valid options")
 }
 
 const SMALL: [&str; 10] = [
@@ -21,7 +25,7 @@ const SMALL: [&str; 10] = [
     "--threads",
     "8",
     "--duration",
-    "5",
+    "5s",
     "--seeds",
     "2",
     "--quiet",
@@ -48,7 +52,7 @@ fn same_seed_gives_identical_json() {
             "os,static,best-static,learn",
         ]);
         args.extend(["--json", &path_text, "--config", &config_text]);
-        pinlearn_sim::run(&command(&args)).unwrap();
+        run(&command(&args)).unwrap();
         outputs.push(std::fs::read_to_string(&path).unwrap());
     }
     assert_eq!(outputs[0], outputs[1], "same seed, same bytes");
@@ -63,13 +67,14 @@ fn same_seed_gives_identical_json() {
             "scheduler",
             "seed",
             "completion_s",
+            "repeat",
             "mean_speed",
             "makespan",
             "optimal_makespan",
         ] {
             assert!(run.get(field).is_some(), "{field} missing in {run}");
         }
-        assert!(run["finished"].as_bool().unwrap(), "{run}");
+        assert!(run["completion_s"].as_f64().is_some(), "{run}");
     }
     let b2_best = runs
         .iter()
@@ -78,33 +83,84 @@ fn same_seed_gives_identical_json() {
     assert_eq!(b2_best["makespan"], b2_best["optimal_makespan"]);
     let d_run = runs.iter().find(|r| r["scenario"] == "D").unwrap();
     assert!(d_run["makespan"].is_null(), "no makespan under time-varying load");
+    assert_eq!(d_run["seed"].as_u64(), Some(1));
 }
 
 #[test]
 fn bad_names_are_one_line_bad_input_errors() {
+    // Refused while parsing the flags: the shared parsers' words.
     for (args, needle) in [
         (vec!["--scenarios", "A.1,Z.9"], "unknown scenario \"Z.9\""),
         (vec!["--schedulers", "os,fastest"], "unknown scheduler \"fastest\""),
         (vec!["--schedulers", "learn:best"], "unknown objective"),
-        (
-            vec!["--topology", "node:1 core:2 pu:1", "--scenarios", "D"],
-            "has one node",
-        ),
-        (vec!["--threads", "0"], "--threads 0"),
-        (vec!["--duration=-1"], "--duration"),
+        (vec!["--duration=-1s"], "--duration"),
+        (vec!["--duration", "5"], "unit is missing"),
         (vec!["--weights", "1,x"], "--weights"),
-        (vec!["--topology", "bogus:3"], "invalid synthetic topology"),
         (vec!["--interval", "fast"], "invalid duration"),
+    ] {
+        let err = parse(&args).expect_err(needle);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // Refused by the plan, before anything runs.
+    for (args, needle) in [
+        (vec!["--threads", "0"], "--threads 0"),
+        (vec!["--weights", "1,-2"], "--weights"),
+        (vec!["--topology", "bogus:3"], "invalid synthetic topology"),
         (vec!["--numa-factor", "0.5"], "--numa-factor"),
         (vec!["--plot-scenario", "C.3", "--scenarios", "A.1"], "not among"),
+        (vec!["--json", "/nonexistent-dir/x.json"], "does not exist"),
     ] {
-        let err: SimError = pinlearn_sim::run(&command(&args)).expect_err(needle);
+        let err: Failure = run(&command(&args)).expect_err(needle);
         let text = err.to_string();
         assert!(text.contains(needle), "{args:?}: {text}");
         assert!(!text.contains('\n'), "{text}");
-        assert!(err.is_bad_input(), "{args:?}");
-        assert_eq!(err.exit_status(), 2);
+        assert_eq!(err.status(), 2, "{args:?}");
     }
+}
+
+#[test]
+fn the_alternating_load_runs_on_one_node_too() {
+    // D moves the load between the halves of a one-node machine, as bench does.
+    let args = [
+        "--topology",
+        "node:1 core:2 pu:1",
+        "--threads",
+        "4",
+        "--duration",
+        "2s",
+        "--seeds",
+        "1",
+        "--quiet",
+        "--scenarios",
+        "D,A.D",
+        "--schedulers",
+        "os",
+    ];
+    run(&command(&args)).expect("D runs on one node");
+}
+
+#[test]
+fn the_dry_run_describes_the_plan_and_runs_nothing() {
+    let options = command(&[
+        "--topology",
+        "node:2 core:4 pu:1",
+        "--threads",
+        "8",
+        "--scenarios",
+        "C.2,D",
+    ])
+    .to_options()
+    .expect("valid");
+    let text = options.plan().expect("valid").describe(2);
+    assert!(
+        text.contains("node:2 core:4 pu:1 (8 cores), 8 independent threads"),
+        "{text}"
+    );
+    assert!(text.contains("C.2 (1 thread per core"), "{text}");
+    assert!(text.contains("load (weight 2) from 0.0 s: cores 0-1,4-5"), "{text}");
+    assert!(text.contains("D (2 threads per core"), "{text}");
+    assert!(text.contains("from 20.0 s: cores 2-3"), "{text}");
+    assert!(text.contains("24 runs on 2 thread(s)"), "{text}");
 }
 
 #[test]
@@ -115,33 +171,13 @@ fn the_plot_has_a_line_per_scheduler() {
     let mut args = SMALL.to_vec();
     args.extend(["--scenarios", "A.3,C.2", "--plot-scenario", "C.2", "--plot", &plot_text]);
     args.extend(["--schedulers", "os,learn:own", "--metric", "heartbeat"]);
-    pinlearn_sim::run(&command(&args)).unwrap();
+    run(&command(&args)).unwrap();
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(
         svg.contains("C.2") && svg.contains("learn:own") && svg.contains("\nos\n"),
         "legend and title"
     );
     assert!(svg.contains("heartbeat"), "the metric labels the axis");
-}
-
-#[test]
-fn an_unwritable_json_file_is_a_runtime_error() {
-    let mut args = SMALL.to_vec();
-    args.extend([
-        "--scenarios",
-        "C.1",
-        "--schedulers",
-        "os",
-        "--json",
-        "/nonexistent-dir/x.json",
-    ]);
-    let err = pinlearn_sim::run(&command(&args)).unwrap_err();
-    assert!(
-        err.to_string().starts_with("cannot write /nonexistent-dir/x.json"),
-        "{err}"
-    );
-    assert!(!err.is_bad_input());
-    assert_eq!(err.exit_status(), 1);
 }
 
 #[test]
@@ -157,7 +193,7 @@ fn a_run_that_hits_the_horizon_is_reported_unfinished() {
         "--threads",
         "2",
         "--duration",
-        "1",
+        "1s",
         "--seeds",
         "1",
         "--quiet",
@@ -170,14 +206,13 @@ fn a_run_that_hits_the_horizon_is_reported_unfinished() {
         "--json",
         &json_text,
     ];
-    pinlearn_sim::run(&command(&args)).unwrap();
+    run(&command(&args)).unwrap();
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let runs = report["runs"].as_array().unwrap();
     let static_run = &runs[0];
     assert_eq!(static_run["scheduler"], "static");
-    assert_eq!(static_run["finished"], false, "{static_run}");
-    assert!(static_run["completion_s"].is_null());
+    assert!(static_run["completion_s"].is_null(), "{static_run}");
     assert_eq!(static_run["periods"], 401, "20 x 1 s at 50 ms, plus the first step");
     // The OS moves the thread off the loaded core and finishes.
-    assert_eq!(runs[1]["finished"], true, "{}", runs[1]);
+    assert!(runs[1]["completion_s"].as_f64().is_some(), "{}", runs[1]);
 }

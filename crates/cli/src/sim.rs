@@ -1,0 +1,177 @@
+//! `pinlearn sim`'s flags: parsed here into `pinlearn_sim::SimOptions`
+//! (scenarios and schedulers with pinlearn-experiment's parsers, durations
+//! with the one duration syntax), then run or described (`--dry-run`).
+//!
+//! ```text
+//!   argv ─► SimArgs ─► to_options() ─► SimOptions ─► --dry-run: Plan::describe
+//!                                                 └► pinlearn_sim::run
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use pinlearn_engine::{Metric, Settings};
+use pinlearn_experiment::Scenario;
+use pinlearn_sim::{MachineParams, SimOptions, WorkloadKind, WorkloadSpec};
+use pinlearn_topology::Topology;
+
+use crate::args::{
+    Scenarios, Schedulers, parse_duration, parse_metric, parse_output, parse_scenario, parse_scenarios,
+    parse_schedulers,
+};
+use crate::failure::Failure;
+
+/// `pinlearn sim`: run the engine's policies on a simulated NUMA machine.
+#[derive(Args, Debug, Clone)]
+pub struct SimArgs {
+    /// The machine: an hwloc synthetic string or an lstopo XML file
+    #[arg(long, default_value = "node:2 core:14 pu:1")]
+    pub topology: String,
+    /// Application threads
+    #[arg(long, default_value_t = WorkloadSpec::default().threads)]
+    pub threads: usize,
+    /// The simulated program: independent, barrier, barrier-spin or pipeline
+    #[arg(long, default_value_t = WorkloadSpec::default().kind)]
+    pub workload: WorkloadKind,
+    /// Scenarios, comma-separated: A.1 ... C.3, A.D ... C.D (threads per core A 4, B 2, C 1;
+    /// load 1 none, 2 half of every node's cores, 3 that from a third of the run, D moving
+    /// between nodes or halves) [default: A.2,B.3,C.1,D]
+    #[arg(long, value_parser = parse_scenarios, conflicts_with = "matrix", value_name = "LIST")]
+    pub scenarios: Option<Scenarios>,
+    /// Run the whole matrix (A.1 ... C.3 and D)
+    #[arg(long, value_parser = ["full"])]
+    pub matrix: Option<String>,
+    /// Schedulers, comma-separated: os, static, best-static, learn[:OBJECTIVE], each but
+    /// best-static with an optional @METRIC
+    #[arg(long, value_parser = parse_schedulers, default_value = "os,static,best-static,learn", value_name = "LIST")]
+    pub schedulers: Schedulers,
+    /// Runs per (scenario, scheduler), with seeds SEED, SEED+1, ... (SEED from --config, default 1)
+    #[arg(long, default_value_t = 3)]
+    pub seeds: u64,
+    /// Simulated time the program takes on its idle cores (sizes the work)
+    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DUR")]
+    pub duration: Duration,
+    /// Write the model and one record per (scenario, scheduler, seed) as JSON to FILE (- for stdout)
+    #[arg(long, value_parser = parse_output, value_name = "FILE")]
+    pub json: Option<pinlearn_report::Output>,
+    /// Draw the running-average speed over time of every scheduler (SVG)
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// The scenario to plot [default: the first]
+    #[arg(long, value_parser = parse_scenario, value_name = "NAME")]
+    pub plot_scenario: Option<Scenario>,
+    /// Print the plan (cells, schedulers, seeds, load schedules, time) and run nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No progress bar or notes on stderr
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Core-level period T_CPU (overrides --config)
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub interval: Option<Duration>,
+    /// Engine settings file (TOML, as `pinlearn config` prints)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// What a speed sample measures: auto (= cpu), cpu, heartbeat or instructions [default: the settings']
+    #[arg(long, value_parser = parse_metric)]
+    pub metric: Option<Metric>,
+    /// CFS weight (and relative work) of the threads, cycled, e.g. 4,3,3,2,2,1
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub weights: Option<Vec<f64>>,
+    /// barrier-spin: spin this long before blocking, e.g. 2ms [default: spin until released]
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub spin: Option<Duration>,
+    /// pipeline: relative work per item of each stage
+    #[arg(long, value_delimiter = ',', default_value = "2,1,1", value_name = "LIST")]
+    pub stages: Vec<f64>,
+    /// pipeline: queue capacity between stages, in items
+    #[arg(long, default_value_t = WorkloadSpec::default().queue_capacity)]
+    pub queue_capacity: u64,
+    /// Weight of the background load on a loaded core (2 = two CPU-bound threads)
+    #[arg(long, default_value_t = 2.0)]
+    pub background: f64,
+    /// Remote/local memory cost ratio F: a thread with memory intensity m runs
+    /// 1 + (F-1)·m times slower with its memory on another node
+    #[arg(long, default_value_t = MachineParams::default().numa_factor)]
+    pub numa_factor: f64,
+    /// Memory intensity m of every thread, in [0, 1]
+    #[arg(long, default_value_t = WorkloadSpec::default().memory_intensity)]
+    pub memory_intensity: f64,
+    /// Standard deviation of the multiplicative measurement noise
+    #[arg(long, default_value_t = MachineParams::default().noise)]
+    pub noise: f64,
+    /// CPU time a thread loses when it changes core (4x when it changes node)
+    #[arg(long, value_parser = parse_duration, default_value = "250us", value_name = "DUR")]
+    pub migration_cost: Duration,
+    /// Period of the modelled OS balancer within a node (4x across nodes)
+    #[arg(long, value_parser = parse_duration, default_value = "16ms", value_name = "DUR")]
+    pub balance_interval: Duration,
+    /// Runs simulated in parallel [default: the CPUs available]
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+impl SimArgs {
+    /// The library's options; a bad topology or config file is bad input.
+    pub fn to_options(&self) -> Result<SimOptions, Failure> {
+        let topology = Topology::from_spec(&self.topology).map_err(|e| Failure::BadInput(e.to_string()))?;
+        let mut settings = match &self.config {
+            Some(path) => Settings::from_toml_file(path)?,
+            None => Settings::default(),
+        };
+        if let Some(interval) = self.interval {
+            settings.interval = interval;
+        }
+        let mut options = SimOptions::new(topology);
+        options.workload = WorkloadSpec {
+            kind: self.workload,
+            threads: self.threads,
+            weights: self.weights.clone().unwrap_or_else(|| vec![1.0]),
+            duration_s: self.duration.as_secs_f64(),
+            spin_s: self.spin.map(|d| d.as_secs_f64()),
+            stages: self.stages.clone(),
+            queue_capacity: self.queue_capacity.max(1),
+            memory_intensity: self.memory_intensity,
+        };
+        options.scenarios = self.scenarios.clone().map(|list| list.0);
+        options.full_matrix = self.matrix.is_some();
+        options.schedulers = self.schedulers.0.clone();
+        options.seeds = self.seeds;
+        options.settings = settings;
+        options.metric = self.metric;
+        options.params = MachineParams {
+            numa_factor: self.numa_factor,
+            noise: self.noise,
+            core_migration_s: self.migration_cost.as_secs_f64(),
+            node_migration_s: 4.0 * self.migration_cost.as_secs_f64(),
+            balance_interval_s: self.balance_interval.as_secs_f64(),
+            ..MachineParams::default()
+        };
+        options.background_weight = self.background;
+        options.json = self.json.clone();
+        options.plot = self.plot.clone();
+        options.plot_scenario = self.plot_scenario;
+        options.quiet = self.quiet;
+        if let Some(jobs) = self.jobs {
+            options.jobs = jobs;
+        }
+        Ok(options)
+    }
+}
+
+/// `pinlearn sim`.
+pub fn run(args: &SimArgs) -> Result<(), Failure> {
+    let options = args.to_options()?;
+    if args.dry_run {
+        let plan = options.plan()?;
+        print!("{}", plan.describe(options.jobs));
+        return Ok(());
+    }
+    pinlearn_sim::run(&options)?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "sim_tests.rs"]
+mod tests;

@@ -1,0 +1,300 @@
+//! `pinlearn work NAME [OPTIONS]`: the command line of the benchmark
+//! workloads. Each workload's flags become its `pinlearn_workloads` options
+//! (whose `Default` holds the defaults shown in `--help`); the library runs it.
+//!
+//! ```text
+//!   argv ─► WorkArgs { workload: WorkloadArgs::Aco(AcoArgs), threads, seed, json, quiet }
+//!              │ into_work()
+//!              ▼
+//!   pinlearn_workloads::Work ─► run() ─► JSON report ─► --json FILE (- = stdout) | summary on stdout
+//! ```
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use pinlearn_workloads::{SyncMode, Work, Workload, aco, binpack, blackscholes, pipeline, stream, swaptions};
+
+use crate::args::parse_duration;
+
+/// `pinlearn work`: one workload and the options every workload shares.
+#[derive(Args, Debug, Clone)]
+pub struct WorkArgs {
+    #[command(subcommand)]
+    pub workload: WorkloadArgs,
+    /// Worker threads [default: the CPUs this process may run on]
+    #[arg(long, global = true)]
+    pub threads: Option<usize>,
+    /// Seed of every random choice (same seed, same result)
+    #[arg(long, global = true, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the result as one JSON object to FILE (- for stdout)
+    #[arg(long, global = true, value_name = "FILE", value_parser = crate::args::parse_output)]
+    pub json: Option<pinlearn_report::Output>,
+    /// Hide the progress bar and the summary
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+/// The workloads, with their own options.
+#[derive(Subcommand, Debug, Clone)]
+pub enum WorkloadArgs {
+    /// Ant colony optimisation of weighted tardiness (OR-Library), threads meet at barriers
+    Aco(AcoArgs),
+    /// Stages of unequal work connected by bounded queues
+    Pipeline(PipelineArgs),
+    /// STREAM triad over arrays far larger than the caches
+    Stream(StreamArgs),
+    /// PARSEC blackscholes: European option pricing
+    Blackscholes(BlackscholesArgs),
+    /// PARSEC swaptions: Monte Carlo pricing of swaptions (HJM model)
+    Swaptions(SwaptionsArgs),
+    /// Bin packing of Scholl et al. instances by parallel local search
+    Binpack(BinpackArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct AcoArgs {
+    /// OR-Library instance SET:INDEX, SET wt40, wt50 or wt100, INDEX 1..=125
+    #[arg(long, default_value_t = aco::Options::default().instance)]
+    pub instance: String,
+    /// Ants per iteration, divided evenly over the threads
+    #[arg(long, default_value_t = aco::Options::default().ants)]
+    pub ants: usize,
+    /// Iterations (each ends with two barriers)
+    #[arg(long, default_value_t = aco::Options::default().iterations)]
+    pub iterations: usize,
+    /// How threads wait at the end-of-iteration barriers: block, spin or spin-then-block
+    #[arg(long, default_value_t = DisplayMode(aco::Options::default().sync), value_parser = parse_sync)]
+    pub sync: DisplayMode,
+    /// How long a thread spins before blocking, with --sync spin-then-block
+    #[arg(long, value_name = "DUR", default_value = "200us", value_parser = parse_duration)]
+    pub spin: Duration,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PipelineArgs {
+    /// Relative work of each stage, comma-separated
+    #[arg(long, value_delimiter = ',', default_value = "2,1,1")]
+    pub stages: Vec<u32>,
+    /// How a stage waits on an empty input or a full output queue: block, spin or spin-then-block
+    #[arg(long, default_value_t = DisplayMode(pipeline::Options::default().queue), value_parser = parse_sync)]
+    pub queue: DisplayMode,
+    /// How long a thread spins before blocking, with --queue spin-then-block
+    #[arg(long, value_name = "DUR", default_value = "200us", value_parser = parse_duration)]
+    pub spin: Duration,
+    /// Items pushed through the pipeline
+    #[arg(long, default_value_t = pipeline::Options::default().items)]
+    pub items: u64,
+    /// Capacity of each queue between two stages, in items
+    #[arg(long, default_value_t = pipeline::Options::default().capacity)]
+    pub capacity: usize,
+    /// Mixing rounds applied to each item per unit of stage weight
+    #[arg(long, default_value_t = pipeline::Options::default().rounds)]
+    pub rounds: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StreamArgs {
+    /// Array size relative to 64 MiB per array (3 arrays)
+    #[arg(long, default_value_t = stream::Options::default().size)]
+    pub size: f64,
+    /// Times the triad sweeps the arrays
+    #[arg(long, default_value_t = stream::Options::default().runs)]
+    pub runs: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BlackscholesArgs {
+    /// PARSEC input size to generate: in_4, in_16, in_4K, in_16K, in_64K or in_10M
+    #[arg(long, default_value = blackscholes::Options::default().input.name())]
+    pub input: blackscholes::InputSize,
+    /// Price this many options instead of a PARSEC input size
+    #[arg(long)]
+    pub options: Option<usize>,
+    /// Times every option is priced (PARSEC's NUM_RUNS is 100)
+    #[arg(long, default_value_t = blackscholes::Options::default().runs)]
+    pub runs: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SwaptionsArgs {
+    /// PARSEC input set: test, simsmall, simmedium, simlarge or native [default: 64 swaptions, 200000 simulations]
+    #[arg(long)]
+    pub preset: Option<swaptions::Preset>,
+    /// Number of swaptions (overrides the preset)
+    #[arg(long)]
+    pub swaptions: Option<usize>,
+    /// Monte Carlo paths per swaption, rounded up to blocks of 16 (overrides the preset)
+    #[arg(long)]
+    pub simulations: Option<u64>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BinpackArgs {
+    /// Problem instance, scholl:NAME (e.g. scholl:N1C1W1_A, scholl:N1W1B1R0, scholl:HARD0)
+    #[arg(long, default_value_t = binpack::Options::default().instance)]
+    pub instance: String,
+    /// How long to search (stops earlier when the L2 lower bound is reached)
+    #[arg(long, value_name = "DUR", default_value = "4s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Candidate solutions in the pool [default: 8 per thread]
+    #[arg(long)]
+    pub pool: Option<usize>,
+    /// Local-search moves applied to each candidate per cycle
+    #[arg(long, default_value_t = binpack::Options::default().moves)]
+    pub moves: usize,
+    /// Stop after this many optimisation cycles
+    #[arg(long)]
+    pub max_cycles: Option<u64>,
+}
+
+/// A wait mode that clap can show as a default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DisplayMode(pub SyncMode);
+
+impl std::fmt::Display for DisplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name())
+    }
+}
+
+fn parse_sync(text: &str) -> Result<DisplayMode, String> {
+    text.parse().map(DisplayMode)
+}
+
+impl WorkArgs {
+    /// The library's description of the run.
+    pub fn to_work(&self) -> Work {
+        let workload = match &self.workload {
+            WorkloadArgs::Aco(a) => Workload::Aco(aco::Options {
+                instance: a.instance.clone(),
+                ants: a.ants,
+                iterations: a.iterations,
+                sync: a.sync.0,
+                spin: a.spin,
+            }),
+            WorkloadArgs::Pipeline(a) => Workload::Pipeline(pipeline::Options {
+                stages: a.stages.clone(),
+                queue: a.queue.0,
+                spin: a.spin,
+                items: a.items,
+                capacity: a.capacity,
+                rounds: a.rounds,
+            }),
+            WorkloadArgs::Stream(a) => Workload::Stream(stream::Options {
+                size: a.size,
+                runs: a.runs,
+            }),
+            WorkloadArgs::Blackscholes(a) => Workload::Blackscholes(blackscholes::Options {
+                input: a.input,
+                options: a.options,
+                runs: a.runs,
+            }),
+            WorkloadArgs::Swaptions(a) => Workload::Swaptions(swaptions::Options {
+                preset: a.preset,
+                swaptions: a.swaptions,
+                simulations: a.simulations,
+            }),
+            WorkloadArgs::Binpack(a) => Workload::Binpack(binpack::Options {
+                instance: a.instance.clone(),
+                duration: a.duration,
+                pool: a.pool,
+                moves: a.moves,
+                max_cycles: a.max_cycles,
+            }),
+        };
+        Work {
+            workload,
+            threads: self.threads,
+            seed: self.seed,
+            progress: !self.quiet,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        work: WorkArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Work, clap::Error> {
+        Cli::try_parse_from(std::iter::once("work").chain(args.iter().copied())).map(|c| c.work.to_work())
+    }
+
+    #[test]
+    fn common_options_go_before_or_after_the_workload() {
+        let work = parse(&["--threads", "3", "aco", "--instance", "wt50:2", "--seed", "9"]).expect("parses");
+        assert_eq!((work.threads, work.seed, work.progress), (Some(3), 9, true));
+        let Workload::Aco(options) = &work.workload else {
+            panic!("aco expected, got {:?}", work.workload)
+        };
+        assert_eq!(options.instance, "wt50:2");
+        let work = parse(&["stream", "--size", "0.5", "--quiet"]).expect("parses");
+        assert_eq!((work.threads, work.seed, work.progress), (None, 1, false));
+        assert!(parse(&["nosuch"]).is_err());
+    }
+
+    #[test]
+    fn defaults_are_the_librarys() {
+        let cases: [(&str, Workload); 6] = [
+            ("aco", Workload::Aco(aco::Options::default())),
+            ("pipeline", Workload::Pipeline(pipeline::Options::default())),
+            ("stream", Workload::Stream(stream::Options::default())),
+            ("blackscholes", Workload::Blackscholes(blackscholes::Options::default())),
+            ("swaptions", Workload::Swaptions(swaptions::Options::default())),
+            ("binpack", Workload::Binpack(binpack::Options::default())),
+        ];
+        for (name, expected) in cases {
+            let work = parse(&[name]).expect(name);
+            assert_eq!(work.workload.name(), name);
+            assert_eq!(format!("{:?}", work.workload), format!("{expected:?}"), "{name}");
+        }
+    }
+
+    #[test]
+    fn durations_and_words_use_the_shared_syntax() {
+        let work = parse(&["binpack", "--duration", "5s"]).expect("5s");
+        let Workload::Binpack(options) = work.workload else {
+            panic!()
+        };
+        assert_eq!(options.duration, Duration::from_secs(5));
+        let work = parse(&["binpack", "--duration", "1.5s"]).expect("1.5s");
+        let Workload::Binpack(options) = work.workload else {
+            panic!()
+        };
+        assert_eq!(options.duration, Duration::from_millis(1500));
+        assert!(parse(&["binpack", "--duration", "5"]).is_err(), "a unit is needed");
+        let work = parse(&["aco", "--sync", "spin-then-block", "--spin", "1ms"]).expect("parses");
+        let Workload::Aco(options) = work.workload else {
+            panic!()
+        };
+        assert_eq!(
+            (options.sync, options.spin),
+            (SyncMode::SpinThenBlock, Duration::from_millis(1))
+        );
+        let work = parse(&["pipeline", "--stages", "3,1,2", "--queue", "spin"]).expect("parses");
+        let Workload::Pipeline(options) = work.workload else {
+            panic!()
+        };
+        assert_eq!((options.stages, options.queue), (vec![3, 1, 2], SyncMode::Spin));
+        assert!(parse(&["aco", "--sync", "nap"]).is_err());
+        let work = parse(&["blackscholes", "--input", "in_4K"]).expect("parses");
+        let Workload::Blackscholes(options) = work.workload else {
+            panic!()
+        };
+        assert_eq!(options.input.option_count(), 4096);
+        assert!(parse(&["blackscholes", "--input", "in_5K"]).is_err());
+        let work = parse(&["swaptions", "--preset", "simsmall"]).expect("parses");
+        let Workload::Swaptions(options) = work.workload else {
+            panic!()
+        };
+        assert_eq!(options.preset, Some(swaptions::Preset::Simsmall));
+        assert!(parse(&["swaptions", "--preset", "huge"]).is_err());
+    }
+}
