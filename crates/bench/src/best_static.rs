@@ -12,14 +12,16 @@
 //!   search: each candidate runs once ─► the fastest is best-static's assignment
 //!        ▼
 //!   every best-static run: pinlearn work ... (no manager); watch_threads()
-//!   polls /proc/PID/task every millisecond and pins each worker by name to
-//!   its core as soon as it appears, then stops
+//!   scans the process's threads every millisecond (the engine's TaskWatcher)
+//!   and pins each worker by name to its core as soon as it appears (the
+//!   engine's set_affinity: any number of CPUs), then stops
 //! ```
 //!
 //! The same work is then measured `--repeat` times like every other
 //! scheduler; picking the fastest of single noisy runs flatters the winner a
 //! little in the search, not in those repeats.
 
+use pinlearn_engine::live::{TaskWatcher, set_affinity, thread_name};
 use pinlearn_topology::CpuSet;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -250,44 +252,41 @@ pub fn watch_threads(pid: u32, pins: &HashMap<String, CpuSet>, stop: &AtomicBool
     let mut named: BTreeSet<u32> = BTreeSet::new();
     let mut names: Vec<String> = Vec::new();
     let started = Instant::now();
+    let mut tasks = TaskWatcher::new(pid, false);
     while !stop.load(Ordering::Relaxed) && (pins.is_empty() || !pending.is_empty()) {
         // Read every time: right after fork the child still has the bench's
         // name; its threads exist only after exec.
-        let Ok(parent_name) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
+        let Some(parent_name) = thread_name(pid, pid) else {
             break;
         };
-        let parent_name = parent_name.trim_end();
-        let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        let scan = tasks.scan();
+        if scan.threads.is_empty() {
             break;
-        };
-        for entry in entries.flatten() {
-            let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else {
-                continue;
-            };
+        }
+        for (_, tid) in scan.threads {
             if tid == pid || named.contains(&tid) {
                 continue;
             }
-            let Ok(comm) = std::fs::read_to_string(entry.path().join("comm")) else {
+            let Some(name) = thread_name(pid, tid) else {
                 continue;
             };
-            let name = comm.trim_end();
             // A thread names itself right after it starts: until then it
             // carries its parent's name, and is looked at again next time.
             if name == parent_name {
                 continue;
             }
             named.insert(tid);
-            names.push(name.to_string());
-            match pending.remove(name) {
-                Some(cpus) => set_thread_affinity(tid, cpus)
+            match pending.remove(name.as_str()) {
+                Some(cpus) => set_affinity(tid, cpus)
                     .map_err(|e| format!("cannot pin thread {name} ({tid}) to CPUs {cpus}: {e}"))?,
-                None if pins.contains_key(name) || !pinned_classes.contains(class_of(name).0) => {}
+                None if pins.contains_key(&name) || !pinned_classes.contains(class_of(&name).0) => {}
                 None => {
                     return Err(format!(
                         "thread {name} is not in the pinning (the workload's threads differ from the calibration run's)"
                     ));
                 }
             }
+            names.push(name);
         }
         if !pending.is_empty() && started.elapsed() > Duration::from_secs(60) {
             let mut missing: Vec<&str> = pending.into_keys().collect();
@@ -301,14 +300,6 @@ pub fn watch_threads(pid: u32, pins: &HashMap<String, CpuSet>, stop: &AtomicBool
         cpu: thread_cpu_time().saturating_sub(cpu_at_start),
         names,
     })
-}
-
-fn set_thread_affinity(tid: u32, cpus: &CpuSet) -> nix::Result<()> {
-    let mut set = nix::sched::CpuSet::new();
-    for cpu in cpus.iter() {
-        set.set(cpu)?;
-    }
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(tid as i32), &set)
 }
 
 fn thread_cpu_time() -> Duration {
@@ -397,10 +388,8 @@ mod tests {
     #[test]
     fn the_watcher_pins_a_named_thread_of_a_live_process() {
         // This test process: name a thread, pin it to a CPU it may use.
-        let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("affinity");
-        let cpu = (0..nix::sched::CpuSet::count())
-            .find(|&c| allowed.is_set(c).unwrap_or(false))
-            .expect("a CPU");
+        let allowed = pinlearn_engine::live::get_affinity(0).expect("affinity");
+        let cpu = allowed.last().expect("a CPU");
         // Named threads that wait until told to report their own mask.
         let start = |name: &str| {
             let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -410,7 +399,7 @@ mod tests {
                 .spawn(move || {
                     ready_tx.send(()).expect("send");
                     done_rx.recv().ok();
-                    nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("affinity")
+                    pinlearn_engine::live::get_affinity(0).expect("affinity")
                 })
                 .expect("spawn");
             ready_rx.recv().expect("worker started");
@@ -424,10 +413,7 @@ mod tests {
         assert!(watched.names.contains(&"bench-pin-7".to_string()));
         done.send(()).expect("send");
         let mask = worker.join().expect("worker");
-        let set: Vec<usize> = (0..nix::sched::CpuSet::count())
-            .filter(|&c| mask.is_set(c).unwrap_or(false))
-            .collect();
-        assert_eq!(set, vec![cpu]);
+        assert_eq!(mask, CpuSet::from_iter([cpu]));
 
         // A thread of a mapped class missing from the map is a mismatch.
         let (extra, done) = start("bench-pin-8");

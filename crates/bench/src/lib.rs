@@ -23,6 +23,7 @@
 //! a terminal, one line per run otherwise (nothing with `--quiet`).
 
 mod best_static;
+mod export;
 mod results;
 mod runner;
 mod workload;
@@ -33,7 +34,7 @@ pub use workload::{BenchWorkload, PRESETS, Preset};
 use best_static::Candidates;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pinlearn_engine::PolicyChoice;
-use pinlearn_experiment::{Level, RunRecord, Scenario, Scheduler, SchedulerKind, interleaved, summarise};
+use pinlearn_experiment::{Level, LoadSchedule, RunRecord, Scenario, Scheduler, SchedulerKind, interleaved, summarise};
 use pinlearn_report::Output;
 use pinlearn_topology::{CpuSet, Topology};
 use runner::{Measured, Placement, RunSpec, Runner};
@@ -191,19 +192,21 @@ pub fn run(options: &BenchOptions, pinlearn_exe: &Path) -> Result<BenchResults, 
         .any(Output::is_stdout);
     if stdout_taken {
         if !options.quiet {
-            eprint!("{}", results.to_text());
+            eprint!("{}", export::to_text(&results));
         }
     } else {
-        print!("{}", results.to_text());
+        print!("{}", export::to_text(&results));
     }
     if let Some(output) = &options.json {
-        output.write(&results.to_json()).map_err(BenchError::Output)?;
+        output.write(&export::to_json(&results)).map_err(BenchError::Output)?;
     }
     if let Some(output) = &options.markdown {
-        output.write(&results.to_markdown()).map_err(BenchError::Output)?;
+        output
+            .write(&export::to_markdown(&results))
+            .map_err(BenchError::Output)?;
     }
     if let Some(prefix) = &options.plot {
-        let written = results::write_plots(&results, prefix, &traces.paths)?;
+        let written = export::write_plots(&results, prefix, &traces.paths)?;
         if !options.quiet {
             for path in written {
                 eprintln!("bench: wrote {}", path.display());
@@ -432,16 +435,67 @@ impl Plan {
     }
 
     fn execute(self) -> Result<(BenchResults, Traces), BenchError> {
-        let linux_alone = HashMap::new();
         let levels = self.levels();
         let mut progress = Progress::new(self.quiet, "calibrating", (self.workloads.len() * levels.len()) as u64);
+        let calibration = self.calibrate(&levels, &mut progress)?;
+        let searches = self.best_static_searches(&calibration);
+        let (total_runs, expected_total) = self.expected_work(&calibration, &searches);
+        progress.switch_to_time(total_runs, expected_total);
 
-        // 1. Calibration.
-        let mut calibration: Vec<CalibrationRecord> = Vec::new();
-        let mut lengths: HashMap<(usize, Level), f64> = HashMap::new();
-        let mut names: HashMap<(usize, Level), Vec<String>> = HashMap::new();
+        let trace_dir = if self.keep_traces {
+            Some(
+                tempfile::tempdir()
+                    .map_err(|e| BenchError::Machine(format!("cannot create a temporary directory: {e}")))?,
+            )
+        } else {
+            None
+        };
+        let mut measured = MatrixRuns::default();
         for (w, workload) in self.workloads.iter().enumerate() {
-            for &level in &levels {
+            for &scenario in &self.scenarios {
+                let length = calibration.lengths[&(w, scenario.level)];
+                let cell = Cell {
+                    workload,
+                    scenario,
+                    threads: scenario.threads_for(self.cores()),
+                    length,
+                    // Phases far past any run's end: a loaded run lasts longer than `length`.
+                    load: scenario.load_schedule(&self.cores_per_node, length, 100.0 * length.max(1.0)),
+                };
+                let chosen = match searches.get(&(w, scenario)) {
+                    Some(search) => {
+                        let (record, chosen) = self.search_best_static(&cell, search, &mut progress)?;
+                        measured.best_static.push(record);
+                        chosen
+                    }
+                    None => None,
+                };
+                self.measure_cell(&cell, chosen.as_ref(), trace_dir.as_ref(), &mut progress, &mut measured)?;
+            }
+        }
+        progress.done();
+        let summary = summarise(&measured.runs);
+        Ok((
+            BenchResults {
+                setup: self.setup,
+                calibration: calibration.records,
+                best_static: measured.best_static,
+                runs: measured.runs,
+                summary,
+            },
+            Traces {
+                _dir: trace_dir,
+                paths: measured.trace_paths,
+            },
+        ))
+    }
+
+    /// Step 1: each (workload, level) once, Linux alone, no manager, no load.
+    fn calibrate(&self, levels: &[Level], progress: &mut Progress) -> Result<Calibration, BenchError> {
+        let linux_alone = HashMap::new();
+        let mut calibration = Calibration::default();
+        for (w, workload) in self.workloads.iter().enumerate() {
+            for &level in levels {
                 let threads = level.threads_per_core() * self.cores().max(1);
                 let label = format!("{} {} calibration", workload.name, level.letter());
                 progress.start(&label);
@@ -458,9 +512,9 @@ impl Plan {
                     trace: None,
                 })?;
                 progress.finish(&label, 1.0, measured.wall_s);
-                lengths.insert((w, level), measured.wall_s);
-                names.insert((w, level), measured.worker_names.clone());
-                calibration.push(CalibrationRecord {
+                calibration.lengths.insert((w, level), measured.wall_s);
+                calibration.names.insert((w, level), measured.worker_names.clone());
+                calibration.records.push(CalibrationRecord {
                     workload: workload.name.clone(),
                     level: level.letter().to_string(),
                     threads,
@@ -469,28 +523,38 @@ impl Plan {
                 });
             }
         }
+        Ok(calibration)
+    }
 
-        // The searches' sizes, so that the time left is known from the start.
-        let wants_best_static = self.schedulers.contains(&Scheduler::BEST_STATIC);
-        let mut searches: HashMap<(usize, Scenario), Result<Candidates, String>> = HashMap::new();
-        if wants_best_static {
-            for w in 0..self.workloads.len() {
-                for &scenario in &self.scenarios {
-                    let classes = best_static::classes(&names[&(w, scenario.level)]);
-                    let sizes: Vec<usize> = classes.iter().map(|c| c.members.len()).collect();
-                    let groups = scenario.exchangeable_cores(&self.cores_per_node);
-                    let found = best_static::candidates(&sizes, self.cores(), &groups, self.best_static_max)
-                        .map(|assignments| Candidates { classes, assignments })
-                        .map_err(|e| e.to_string());
-                    searches.insert((w, scenario), found);
-                }
+    /// best-static's candidates per (workload, scenario), from the worker
+    /// names the calibration saw (empty when best-static is not asked for).
+    fn best_static_searches(&self, calibration: &Calibration) -> Searches {
+        let mut searches = Searches::new();
+        if !self.schedulers.contains(&Scheduler::BEST_STATIC) {
+            return searches;
+        }
+        for w in 0..self.workloads.len() {
+            for &scenario in &self.scenarios {
+                let classes = best_static::classes(&calibration.names[&(w, scenario.level)]);
+                let sizes: Vec<usize> = classes.iter().map(|c| c.members.len()).collect();
+                let groups = scenario.exchangeable_cores(&self.cores_per_node);
+                let found = best_static::candidates(&sizes, self.cores(), &groups, self.best_static_max)
+                    .map(|assignments| Candidates { classes, assignments })
+                    .map_err(|e| e.to_string());
+                searches.insert((w, scenario), found);
             }
         }
+        searches
+    }
+
+    /// The number of runs left and their expected seconds, so that the time
+    /// left is known from the start.
+    fn expected_work(&self, calibration: &Calibration, searches: &Searches) -> (usize, f64) {
         let mut expected_total = 0.0;
         let mut total_runs = 0;
         for w in 0..self.workloads.len() {
             for &scenario in &self.scenarios {
-                let per_run = lengths[&(w, scenario.level)];
+                let per_run = calibration.lengths[&(w, scenario.level)];
                 let tried = match searches.get(&(w, scenario)) {
                     Some(Ok(found)) => found.assignments.len(),
                     _ => 0,
@@ -506,137 +570,150 @@ impl Plan {
                 total_runs += runs;
             }
         }
-        progress.switch_to_time(total_runs, expected_total);
+        (total_runs, expected_total)
+    }
 
-        // 2. The matrix.
-        let trace_dir = if self.keep_traces {
-            Some(
-                tempfile::tempdir()
-                    .map_err(|e| BenchError::Machine(format!("cannot create a temporary directory: {e}")))?,
-            )
-        } else {
-            None
+    /// Step 2a: every candidate pinning of a cell once; the fastest is
+    /// best-static's (its description and pin map).
+    fn search_best_static(
+        &self,
+        cell: &Cell,
+        search: &Result<Candidates, String>,
+        progress: &mut Progress,
+    ) -> Result<(BestStaticRecord, Option<ChosenPinning>), BenchError> {
+        let mut record = BestStaticRecord {
+            workload: cell.workload.name.clone(),
+            scenario: cell.scenario.to_string(),
+            tried: Vec::new(),
+            chosen: None,
+            skipped: None,
         };
-        let mut runs: Vec<RunRecord> = Vec::new();
-        let mut trace_paths: Vec<Option<PathBuf>> = Vec::new();
-        let mut best_static_records: Vec<BestStaticRecord> = Vec::new();
-        for (w, workload) in self.workloads.iter().enumerate() {
-            for &scenario in &self.scenarios {
-                let threads = scenario.threads_for(self.cores());
-                let length = lengths[&(w, scenario.level)];
-                // Phases far past any run's end: a loaded run lasts longer than `length`.
-                let load = scenario.load_schedule(&self.cores_per_node, length, 100.0 * length.max(1.0));
-                let mut chosen_map: Option<(String, HashMap<String, CpuSet>)> = None;
-                if let Some(search) = searches.get(&(w, scenario)) {
-                    let mut record = BestStaticRecord {
-                        workload: workload.name.clone(),
-                        scenario: scenario.to_string(),
-                        tried: Vec::new(),
-                        chosen: None,
-                        skipped: None,
-                    };
-                    match search {
-                        Err(reason) => record.skipped = Some(reason.clone()),
-                        Ok(Candidates {
-                            classes,
-                            assignments: candidates,
-                        }) => {
-                            let mut best: Option<(f64, String, HashMap<String, CpuSet>)> = None;
-                            for (i, candidate) in candidates.iter().enumerate() {
-                                let map = candidate.pin_map(classes, &self.runner.cores);
-                                let described = candidate.describe(classes);
-                                let label = format!(
-                                    "{} {scenario} best-static search {}/{} ({described})",
-                                    workload.name,
-                                    i + 1,
-                                    candidates.len()
-                                );
-                                progress.start(&label);
-                                let measured = self.runner.run(&RunSpec {
-                                    label: label.clone(),
-                                    workload,
-                                    threads,
-                                    placement: Placement::Unmanaged(&map),
-                                    load: load.clone(),
-                                    trace: None,
-                                })?;
-                                progress.finish(&label, length, measured.wall_s);
-                                record.tried.push((described.clone(), measured.wall_s));
-                                if best.as_ref().is_none_or(|(wall, _, _)| measured.wall_s < *wall) {
-                                    best = Some((measured.wall_s, described, map));
-                                }
-                            }
-                            if let Some((_, described, map)) = best {
-                                record.chosen = Some(described.clone());
-                                chosen_map = Some((described, map));
-                            }
-                        }
-                    }
-                    best_static_records.push(record);
-                }
-
-                for (repeat, k) in interleaved(self.schedulers.len(), self.repeat) {
-                    let scheduler = &self.schedulers[k];
-                    let (placement, assignment) = match scheduler.kind {
-                        SchedulerKind::BestStatic => match &chosen_map {
-                            Some((described, map)) => (Placement::Unmanaged(map), Some(described.clone())),
-                            None => continue,
-                        },
-                        SchedulerKind::Policy(_) => (Placement::Managed(scheduler), None),
-                    };
-                    let label = format!("{} {scenario} {scheduler} #{}", workload.name, repeat + 1);
-                    let trace = trace_dir.as_ref().and_then(|dir| {
-                        matches!(placement, Placement::Managed(_))
-                            .then(|| dir.path().join(format!("run-{}.csv", runs.len())))
-                    });
-                    progress.start(&label);
-                    let measured: Measured = self.runner.run(&RunSpec {
-                        label: label.clone(),
-                        workload,
-                        threads,
-                        placement,
-                        load: load.clone(),
-                        trace: trace.clone(),
-                    })?;
-                    progress.finish(&label, length, measured.wall_s);
-                    runs.push(RunRecord {
-                        workload: workload.name.clone(),
-                        scenario: scenario.to_string(),
-                        scheduler: scheduler.to_string(),
-                        repeat,
-                        seed: None,
-                        threads,
-                        cores: self.cores(),
-                        completion_s: Some(measured.wall_s),
-                        mean_speed: measured.mean_speed,
-                        metric: measured.metric,
-                        repins: measured.repins,
-                        os_share: measured.os_share,
-                        manager_cpu_s: Some(measured.manager_cpu_s),
-                        workload_cpu_s: Some(measured.workload_cpu_s),
-                        assignment,
-                        model: None,
-                    });
-                    trace_paths.push(trace);
-                }
+        let Candidates { classes, assignments } = match search {
+            Err(reason) => {
+                record.skipped = Some(reason.clone());
+                return Ok((record, None));
+            }
+            Ok(found) => found,
+        };
+        let mut best: Option<(f64, ChosenPinning)> = None;
+        for (i, candidate) in assignments.iter().enumerate() {
+            let map = candidate.pin_map(classes, &self.runner.cores);
+            let described = candidate.describe(classes);
+            let label = format!(
+                "{} {} best-static search {}/{} ({described})",
+                cell.workload.name,
+                cell.scenario,
+                i + 1,
+                assignments.len()
+            );
+            progress.start(&label);
+            let measured = self.runner.run(&RunSpec {
+                label: label.clone(),
+                workload: cell.workload,
+                threads: cell.threads,
+                placement: Placement::Unmanaged(&map),
+                load: cell.load.clone(),
+                trace: None,
+            })?;
+            progress.finish(&label, cell.length, measured.wall_s);
+            record.tried.push((described.clone(), measured.wall_s));
+            if best.as_ref().is_none_or(|(wall, _)| measured.wall_s < *wall) {
+                best = Some((measured.wall_s, (described, map)));
             }
         }
-        progress.done();
-        let summary = summarise(&runs);
-        Ok((
-            BenchResults {
-                setup: self.setup,
-                calibration,
-                best_static: best_static_records,
-                runs,
-                summary,
-            },
-            Traces {
-                _dir: trace_dir,
-                paths: trace_paths,
-            },
-        ))
+        let chosen = best.map(|(_, chosen)| chosen);
+        record.chosen = chosen.as_ref().map(|(described, _)| described.clone());
+        Ok((record, chosen))
     }
+
+    /// Step 2b: every scheduler `--repeat` times on a cell, interleaved.
+    fn measure_cell(
+        &self,
+        cell: &Cell,
+        chosen: Option<&ChosenPinning>,
+        trace_dir: Option<&tempfile::TempDir>,
+        progress: &mut Progress,
+        measured: &mut MatrixRuns,
+    ) -> Result<(), BenchError> {
+        for (repeat, k) in interleaved(self.schedulers.len(), self.repeat) {
+            let scheduler = &self.schedulers[k];
+            let (placement, assignment) = match scheduler.kind {
+                SchedulerKind::BestStatic => match chosen {
+                    Some((described, map)) => (Placement::Unmanaged(map), Some(described.clone())),
+                    None => continue,
+                },
+                SchedulerKind::Policy(_) => (Placement::Managed(scheduler), None),
+            };
+            let label = format!("{} {} {scheduler} #{}", cell.workload.name, cell.scenario, repeat + 1);
+            let trace = trace_dir.and_then(|dir| {
+                matches!(placement, Placement::Managed(_))
+                    .then(|| dir.path().join(format!("run-{}.csv", measured.runs.len())))
+            });
+            progress.start(&label);
+            let run: Measured = self.runner.run(&RunSpec {
+                label: label.clone(),
+                workload: cell.workload,
+                threads: cell.threads,
+                placement,
+                load: cell.load.clone(),
+                trace: trace.clone(),
+            })?;
+            progress.finish(&label, cell.length, run.wall_s);
+            measured.runs.push(RunRecord {
+                workload: cell.workload.name.clone(),
+                scenario: cell.scenario.to_string(),
+                scheduler: scheduler.to_string(),
+                repeat,
+                seed: None,
+                threads: cell.threads,
+                cores: self.cores(),
+                completion_s: Some(run.wall_s),
+                mean_speed: run.mean_speed,
+                metric: run.metric,
+                repins: run.repins,
+                os_share: run.os_share,
+                manager_cpu_s: Some(run.manager_cpu_s),
+                workload_cpu_s: Some(run.workload_cpu_s),
+                assignment,
+                model: None,
+            });
+            measured.trace_paths.push(trace);
+        }
+        Ok(())
+    }
+}
+
+/// What the calibration runs found, by (workload index, level).
+#[derive(Default)]
+struct Calibration {
+    lengths: HashMap<(usize, Level), f64>,
+    names: HashMap<(usize, Level), Vec<String>>,
+    records: Vec<CalibrationRecord>,
+}
+
+/// best-static's candidates (or why there are none) by (workload index, scenario).
+type Searches = HashMap<(usize, Scenario), Result<Candidates, String>>;
+
+/// best-static's chosen pinning: its description and thread name ─► CPUs.
+type ChosenPinning = (String, HashMap<String, CpuSet>);
+
+/// One (workload, scenario) of the matrix, with what its runs share.
+struct Cell<'a> {
+    workload: &'a BenchWorkload,
+    scenario: Scenario,
+    threads: usize,
+    /// The calibrated length of a run (seconds).
+    length: f64,
+    load: LoadSchedule,
+}
+
+/// Everything the matrix measured so far.
+#[derive(Default)]
+struct MatrixRuns {
+    runs: Vec<RunRecord>,
+    /// Aligned with `runs`.
+    trace_paths: Vec<Option<PathBuf>>,
+    best_static: Vec<BestStaticRecord>,
 }
 
 /// Progress on stderr: a bar on a terminal (position in expected seconds of

@@ -25,6 +25,7 @@ use crate::best_static::watch_threads;
 use crate::workload::BenchWorkload;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use pinlearn_engine::live::{AffinityMask, end_with_caller};
 use pinlearn_experiment::{LoadSchedule, Scheduler};
 use pinlearn_topology::CpuSet;
 use serde_json::Value;
@@ -144,16 +145,11 @@ impl Runner {
             Placement::Unmanaged(_) => {
                 command.args(&work_args);
                 if let Some(cpus) = &self.cpus {
-                    let mut set = nix::sched::CpuSet::new();
-                    for cpu in cpus.iter() {
-                        set.set(cpu).map_err(|e| format!("CPU {cpu}: {e}"))?;
-                    }
+                    let mask = AffinityMask::new(cpus).map_err(|e| format!("CPUs {cpus}: {e}"))?;
                     // SAFETY: the hook runs in the child between fork and exec and
-                    // only makes one async-signal-safe system call.
+                    // only makes one async-signal-safe system call (no allocation).
                     unsafe {
-                        command.pre_exec(move || {
-                            nix::sched::sched_setaffinity(Pid::from_raw(0), &set).map_err(std::io::Error::from)
-                        });
+                        command.pre_exec(move || mask.apply(0));
                     }
                 }
             }
@@ -162,6 +158,8 @@ impl Runner {
         let stderr = stderr_file
             .try_clone()
             .map_err(|e| format!("cannot duplicate a temporary file: {e}"))?;
+        // A bench that is killed takes its run with it.
+        end_with_caller(&mut command);
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -448,14 +446,11 @@ fn spawn_load(exe: &Path, cpus: &CpuSet, own_session: bool) -> Result<Child, Str
     if own_session {
         command.arg("--setsid");
     }
-    // SAFETY: the hook runs in the child between fork and exec and only
-    // makes one async-signal-safe system call. The load dies with the thread
-    // that started it (the load controller, which outlives every load it
-    // starts), so that a bench stopped by Ctrl-C leaves no load behind even
-    // though a load in its own session does not get the terminal's SIGINT.
-    unsafe {
-        command.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
-    }
+    // The load dies with the thread that started it (the load controller,
+    // which outlives every load it starts), so that a bench stopped by
+    // Ctrl-C or killed leaves no load behind even though a load in its own
+    // session does not get the terminal's SIGINT.
+    end_with_caller(&mut command);
     command
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -6,7 +6,7 @@
  * Build (after `cargo build -p pinlearn-capi`):
  *   cc in_process.c -I ../include -L ../../../target/debug -lpinlearn \
  *      -Wl,-rpath,../../../target/debug -lpthread -o in_process
- * Run: ./in_process [THREADS] [SECONDS]
+ * Run: ./in_process [THREADS] [SECONDS] [POLICY]   (POLICY: learn, static or os)
  * Exit status: 0 on success; 1 if the manager failed; 3 if a thread's
  * affinity was not restored after pinlearn_stop.
  */
@@ -53,11 +53,14 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 4;
     double seconds = argc > 2 ? atof(argv[2]) : 1.5;
-    if (threads < 1 || seconds <= 0) {
-        fprintf(stderr, "usage: %s [THREADS >= 1] [SECONDS > 0]\n", argv[0]);
+    const char *policy = argc > 3 ? argv[3] : "learn";
+    if (threads < 1 || seconds <= 0 || strlen(policy) > 32) {
+        fprintf(stderr, "usage: %s [THREADS >= 1] [SECONDS > 0] [POLICY]\n", argv[0]);
         return 2;
     }
-    manager = pinlearn_start("interval = \"20ms\"\nmetric = \"cpu\"\n", PINLEARN_REGISTERED_THREADS);
+    char config[128];
+    snprintf(config, sizeof config, "interval = \"20ms\"\nmetric = \"cpu\"\npolicy = \"%s\"\n", policy);
+    manager = pinlearn_start(config, PINLEARN_REGISTERED_THREADS);
     if (!manager) {
         fprintf(stderr, "pinlearn_start failed: %s\n", pinlearn_last_error());
         return 1;

@@ -77,8 +77,10 @@ fn c_example_runs_the_manager_in_process_and_restores_affinity() {
     );
 
     let dir = tempfile::tempdir().expect("heartbeat dir");
+    // The static policy pins every worker in the first period, so the
+    // example's check (exit 3 if a mask was not put back) tests a restore.
     let run = Command::new(&exe)
-        .args(["3", "1.0"])
+        .args(["3", "1.0", "static"])
         .env("PINLEARN_HEARTBEAT_DIR", dir.path())
         .output()
         .expect("run the example");
@@ -91,6 +93,10 @@ fn c_example_runs_the_manager_in_process_and_restores_affinity() {
     );
     assert!(summary["periods"].as_u64().unwrap() >= 20, "1 s at 20 ms: {summary}");
     assert_eq!(summary["ended_by"], "stopped");
+    assert!(
+        summary["repins"].as_u64().unwrap() >= 2,
+        "the workers were pinned (so their restore is tested): {summary}"
+    );
     assert!(summary["manager_cpu_s"].as_f64().unwrap() >= 0.0);
 }
 

@@ -69,13 +69,15 @@ fn workload(threads: usize, seed: u64, out: &File) -> Result<Command, EngineErro
             "--spin",
             "1ms",
             "--iterations",
-            "6000",
+            "4500",
         ])
         .args(["--ants", &(16 * threads).to_string(), "--threads", &threads.to_string()])
         .args(["--seed", &seed.to_string(), "--quiet", "--json", "-"])
         .stdout(Stdio::from(
             out.try_clone().map_err(|e| EngineError::io("temporary file", e))?,
         ));
+    // A demo that is stopped takes its workload with it.
+    pinlearn_engine::live::end_with_caller(&mut command);
     Ok(command)
 }
 
@@ -176,11 +178,14 @@ pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
         .map_err(|e| EngineError::io("cannot read the machine topology", std::io::Error::other(e)))?;
     let session = Session::prepare(&request, &allowed, &machine)?;
 
+    // The load is in its own session (the terminal's Ctrl-C does not reach
+    // it) and ends with this thread on every way out, SIGKILL included.
+    let mut load = Command::new(exe()?);
+    load.args(["load", "--setsid", "--cpus", &CpuSet::from_iter([loaded]).to_string()])
+        .stdout(Stdio::null());
+    pinlearn_engine::live::end_with_caller(&mut load);
     let _load = Load(
-        Command::new(exe()?)
-            .args(["load", "--setsid", "--cpus", &CpuSet::from_iter([loaded]).to_string()])
-            .stdout(Stdio::null())
-            .spawn()
+        load.spawn()
             .map_err(|e| EngineError::io("cannot start the background load", e))?,
     );
     std::thread::sleep(std::time::Duration::from_millis(200));

@@ -71,10 +71,9 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
         .map(|(cpus, p)| {
             format!(
                 "{cpus}{}",
-                if p.kind == pinlearn_policy::PlaceKind::Core {
-                    ""
-                } else {
-                    "*"
+                match p.kind {
+                    pinlearn_policy::PlaceKind::Core => "",
+                    _ => "*",
                 }
             )
         })

@@ -104,7 +104,7 @@ fn bad_inputs_to_bench_sim_and_demo_exit_2_before_anything_runs() {
 fn attaching_to_a_process_of_another_user_is_refused_with_eperm() {
     use std::os::unix::process::CommandExt;
     if !nix::unistd::Uid::effective().is_root() {
-        eprintln!("skipped: needs root to run pinlearn as another user");
+        skip("needs root to run pinlearn as another user");
         return;
     }
     let target = light_target("0", 2);

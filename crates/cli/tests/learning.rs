@@ -25,7 +25,7 @@ const PAPERS_LEARNER: &str =
 fn hog_on_the_first_of_two_cpus() -> Option<(usize, usize, Guard)> {
     let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
     if allowed.len() < 2 {
-        eprintln!("skipped: needs 2 CPUs, this test may use {allowed}");
+        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
         return None;
     }
     let mut cpus = allowed.iter();
@@ -171,7 +171,7 @@ fn the_guard_hands_a_pipeline_back_to_linux() {
     let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
     if allowed.len() < 2 {
-        eprintln!("skipped: needs 2 CPUs, this test may use {allowed}");
+        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
         return;
     }
     let pair: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();

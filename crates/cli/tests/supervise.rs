@@ -271,3 +271,90 @@ fn workloads_take_the_one_duration_syntax_and_a_failing_one_exits_1() {
         stderr(&out)
     );
 }
+
+#[test]
+fn attach_then_sighup_restores_every_thread_affinity() {
+    attach_and_stop(nix::sys::signal::Signal::SIGHUP);
+}
+
+#[test]
+fn attached_to_its_own_parent_pinlearn_never_manages_itself() {
+    // The shell starts pinlearn on itself and waits: pinlearn is inside the
+    // tree it supervises and must leave itself out.
+    let exe = env!("CARGO_BIN_EXE_pinlearn");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("summary.json");
+    let script = format!(
+        "\"{exe}\" attach --duration 600ms --interval 20ms --policy os --json \"{}\" $$; status=$?; exit $status",
+        file.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).expect("summary")).expect("JSON");
+    let names: Vec<&str> = summary["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(names, vec!["sh"], "only the shell, never pinlearn: {summary}");
+    assert_eq!(summary["threads_seen"], 1);
+}
+
+#[test]
+fn a_process_started_by_a_pinned_thread_gets_the_original_mask_back() {
+    let allowed = allowed_cpus();
+    if pinlearn_topology::CpuSet::parse_list(&allowed).expect("own mask").len() < 2 {
+        skip(&format!("pinning needs two CPUs, this test may use {allowed}"));
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let child_pid_file = dir.path().join("child.pid");
+    // The shell is pinned in the first period; a second later it starts a
+    // child, which inherits the shell's pin.
+    let script = format!("sleep 1; sleep 30 & echo $! > \"{}\"; wait", child_pid_file.display());
+    let shell = Guard(
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start sh"),
+    );
+    let shell_pid = shell.0.id();
+    let out = run_json(&[
+        "attach",
+        "--duration",
+        "2500ms",
+        "--interval",
+        "20ms",
+        "--policy",
+        "static",
+        &shell_pid.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert!(
+        summary["repins"].as_u64().unwrap() >= 2,
+        "the shell and its child were pinned: {summary}"
+    );
+    let child: u32 = std::fs::read_to_string(&child_pid_file)
+        .expect("child pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let child_masks = masks(child);
+    assert!(!child_masks.is_empty(), "the child still runs");
+    assert!(
+        child_masks.values().all(|mask| *mask == allowed),
+        "the child got its process's mask back ({allowed}), not the pin it inherited: {child_masks:?}"
+    );
+    assert!(masks(shell_pid).values().all(|mask| *mask == allowed));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}

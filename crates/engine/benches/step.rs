@@ -40,13 +40,7 @@ fn live_step(c: &mut Criterion) {
             Box::new(OsPolicy::new(places.layout.clone()))
         };
         let mut engine = Engine::new(policy, places.clone(), 40, None);
-        let scope = Scope {
-            root: std::process::id(),
-            children,
-            only: None,
-            exclude: Vec::new(),
-            stacks: None,
-        };
+        let scope = Scope::process_tree(std::process::id(), children);
         let mut target = LiveProcess::new(scope, Metric::Cpu, places.cpus.clone(), 0.05);
         let mut t = 0.0;
         group.bench_function(name, |b| {

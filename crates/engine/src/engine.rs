@@ -45,6 +45,23 @@ pub struct ThreadSummary {
     pub time_on: Vec<PlaceShare>,
 }
 
+/// The ended threads beyond the first [`ENDED_LISTED`], counted together so
+/// that a program that starts threads all the time keeps the summary (and
+/// the manager's memory) bounded.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EndedThreads {
+    pub threads: u64,
+    /// Periods the threads were alive, summed.
+    pub periods: u64,
+    pub repins: u64,
+    /// Mean measured speed over all their measured periods.
+    pub mean_speed: Option<f64>,
+}
+
+/// Ended threads whose records are kept one by one; later ones are only
+/// counted in [`EndedThreads`].
+pub const ENDED_LISTED: usize = 64;
+
 /// How long a thread was allowed a CPU list.
 #[derive(Clone, Debug, Serialize)]
 pub struct PlaceShare {
@@ -70,6 +87,14 @@ impl Running {
     }
 }
 
+#[derive(Default)]
+struct EndedTotals {
+    threads: u64,
+    periods: u64,
+    repins: u64,
+    speed: Running,
+}
+
 struct ThreadRecord {
     who: ThreadInfo,
     periods: u64,
@@ -80,6 +105,8 @@ struct ThreadRecord {
     place: Option<usize>,
     /// Periods spent per place (`None`: the thread's own mask).
     periods_on: BTreeMap<Option<usize>, u64>,
+    /// Not seen in the last period.
+    ended: bool,
 }
 
 /// The manager: a policy, the places it chooses among, and per-thread records.
@@ -90,6 +117,10 @@ pub struct Engine {
     numa_every: u64,
     period: u64,
     threads: BTreeMap<ThreadKey, ThreadRecord>,
+    /// Records in `threads` of threads that ended.
+    ended_listed: usize,
+    /// Ended threads no longer in `threads`.
+    ended_totals: EndedTotals,
     samples: Vec<ThreadSample>,
     repins: u64,
     trace: Option<Trace>,
@@ -111,6 +142,8 @@ impl Engine {
             numa_every: numa_every.max(1),
             period: 0,
             threads: BTreeMap::new(),
+            ended_listed: 0,
+            ended_totals: EndedTotals::default(),
             samples: Vec::new(),
             repins: 0,
             trace,
@@ -175,7 +208,12 @@ impl Engine {
                 repins: 0,
                 place: target.initial_place(sample.key),
                 periods_on: BTreeMap::new(),
+                ended: false,
             });
+            if record.ended {
+                record.ended = false;
+                self.ended_listed -= 1;
+            }
             record.periods += 1;
             if record.periods <= 5 {
                 // Names settle shortly after a thread starts.
@@ -199,6 +237,7 @@ impl Engine {
                 trace.row(time_s, self.period, &record.who, place, sample.speed, utility)?;
             }
         }
+        self.retire_ended();
         if let Some(zeta) = self.memory_binding
             && numa_tick
             && self.places.layout.nodes() > 1
@@ -207,6 +246,57 @@ impl Engine {
         }
         self.period += 1;
         Ok(())
+    }
+
+    /// Marks the records of threads missing from this period as ended:
+    /// the first [`ENDED_LISTED`] stay listed, later ones are folded into
+    /// the totals and dropped.
+    fn retire_ended(&mut self) {
+        let live = self.samples.len();
+        if self.threads.len() - self.ended_listed <= live {
+            return;
+        }
+        let samples = &self.samples;
+        let newly_ended: Vec<ThreadKey> = self
+            .threads
+            .iter()
+            .filter(|(key, record)| !record.ended && samples.binary_search_by_key(key, |s| &s.key).is_err())
+            .map(|(&key, _)| key)
+            .collect();
+        for key in newly_ended {
+            if self.ended_listed < ENDED_LISTED {
+                if let Some(record) = self.threads.get_mut(&key) {
+                    record.ended = true;
+                    self.ended_listed += 1;
+                }
+            } else if let Some(record) = self.threads.remove(&key) {
+                let totals = &mut self.ended_totals;
+                totals.threads += 1;
+                totals.periods += record.periods;
+                totals.repins += record.repins;
+                totals.speed.sum += record.speed.sum;
+                totals.speed.count += record.speed.count;
+            }
+        }
+        let live_pids: std::collections::BTreeSet<u32> =
+            self.threads.values().filter(|r| !r.ended).map(|r| r.who.pid).collect();
+        self.memory_bound.retain(|pid, _| live_pids.contains(pid));
+    }
+
+    /// Every thread seen so far, listed or not.
+    pub fn threads_seen(&self) -> usize {
+        self.threads.len() + self.ended_totals.threads as usize
+    }
+
+    /// The ended threads not in [`Engine::thread_summaries`], if any.
+    pub fn ended_not_listed(&self) -> Option<EndedThreads> {
+        let totals = &self.ended_totals;
+        (totals.threads > 0).then(|| EndedThreads {
+            threads: totals.threads,
+            periods: totals.periods,
+            repins: totals.repins,
+            mean_speed: totals.speed.mean(),
+        })
     }
 
     fn bind_memory(&mut self, target: &mut dyn Target, zeta: f64) -> Result<(), EngineError> {
@@ -236,7 +326,8 @@ impl Engine {
         self.repins
     }
 
-    /// Per-thread summaries in key order.
+    /// Per-thread summaries in key order: every live thread and the first
+    /// [`ENDED_LISTED`] that ended.
     pub fn thread_summaries(&self) -> Vec<ThreadSummary> {
         self.threads
             .values()
@@ -320,6 +411,39 @@ mod tests {
 
     fn places() -> Places {
         Places::new(&Topology::from_synthetic("node:1 core:2 pu:1").expect("synthetic"))
+    }
+
+    #[test]
+    fn ended_threads_beyond_the_listed_ones_are_counted_together() {
+        let places = places();
+        let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None);
+        let mut target = FakeTarget {
+            threads: Vec::new(),
+            initial: None,
+            placed: Vec::new(),
+            memory: Vec::new(),
+        };
+        // One long-lived thread, and two short ones each period (churn).
+        let periods = 500u64;
+        for period in 0..periods {
+            target.threads = vec![
+                (1, Some(1.0)),
+                (10 + 2 * period, Some(0.5)),
+                (11 + 2 * period, Some(0.5)),
+            ];
+            engine.step(&mut target, period as f64).expect("step");
+        }
+        let listed = engine.thread_summaries();
+        // The live ones (3) and the first 64 that ended.
+        assert_eq!(listed.len(), 3 + ENDED_LISTED);
+        assert_eq!(engine.threads_seen(), 1 + 2 * periods as usize);
+        let ended = engine
+            .ended_not_listed()
+            .expect("most ended threads are counted together");
+        assert_eq!(ended.threads, 2 * periods - 2 - ENDED_LISTED as u64);
+        assert_eq!(ended.periods, ended.threads, "each lived one period");
+        assert_eq!(ended.mean_speed, Some(0.5));
+        assert_eq!(engine.threads.len(), 3 + ENDED_LISTED, "memory stays bounded");
     }
 
     #[test]

@@ -6,11 +6,12 @@
 //!      ▼
 //!   Layout (pure, for the policy)  +  cpus[place] (CpuSet, for the actuator)
 //!      place 0..k   the cores of node 0, then node 0 itself, then node 1 ...
-//!      last         the whole allowed set (when there are 2+ nodes)
+//!      then         the whole allowed set (when there are 2+ nodes)
+//!      then         every package, die and L3 whose CPUs are no place above
 //! ```
 
-use pinlearn_policy::Layout;
-use pinlearn_topology::{CpuSet, Topology};
+use pinlearn_policy::{Layout, PlaceKind};
+use pinlearn_topology::{CpuSet, GroupLevel, Topology};
 
 /// The layout a policy sees and the CPU set of each of its places.
 #[derive(Clone, Debug)]
@@ -34,6 +35,23 @@ impl Places {
         }
         if topology.nodes().len() > 1 {
             cpus.push(topology.cpus());
+        }
+        let mut layout = layout;
+        for group in topology.groups() {
+            if cpus.contains(&group.cpus) {
+                continue;
+            }
+            let kind = match group.level {
+                GroupLevel::Package => PlaceKind::Package,
+                GroupLevel::Die => PlaceKind::Die,
+                GroupLevel::L3 => PlaceKind::L3,
+            };
+            let node = topology
+                .nodes()
+                .iter()
+                .position(|node| group.cpus.is_subset(&node.cpus));
+            layout.add_group(kind, node, group.cpus.len());
+            cpus.push(group.cpus.clone());
         }
         debug_assert_eq!(cpus.len(), layout.places().len());
         Places { layout, cpus }
@@ -61,5 +79,46 @@ mod tests {
         assert_eq!(places.cpus[places.layout.node_place(1)].to_string(), "3-5");
         assert_eq!(places.cpus[places.layout.whole()].to_string(), "0-5");
         assert_eq!(places.find(&CpuSet::parse_list("4").unwrap()), Some(5));
+    }
+
+    #[test]
+    fn packages_and_l3_caches_become_places_after_the_rest() {
+        let topo = Topology::from_synthetic("package:2 l3cache:2 core:2 pu:2").expect("synthetic");
+        let places = Places::new(&topo);
+        let flat = Places::new(&Topology::from_synthetic("node:1 core:8 pu:2").expect("synthetic"));
+        // Cores and the one node keep the indices they have without groups.
+        assert_eq!(places.cpus[..flat.cpus.len()], flat.cpus[..]);
+        let packages: Vec<String> = places
+            .layout
+            .groups(PlaceKind::Package)
+            .map(|p| places.cpus[p].to_string())
+            .collect();
+        assert_eq!(packages, ["0-7", "8-15"]);
+        let l3: Vec<String> = places
+            .layout
+            .groups(PlaceKind::L3)
+            .map(|p| places.cpus[p].to_string())
+            .collect();
+        assert_eq!(l3, ["0-3", "4-7", "8-11", "12-15"]);
+        assert!(
+            places
+                .layout
+                .groups(PlaceKind::L3)
+                .all(|p| places.layout.places()[p].node == Some(0))
+        );
+        assert_eq!(places.layout.places().len(), 8 + 1 + 2 + 4);
+    }
+
+    #[test]
+    fn groups_equal_to_a_node_add_no_place() {
+        // Each die is a node with one L3: nothing to add but the packages.
+        let topo = Topology::from_synthetic("package:2 die:2 l3cache:1 numa:1 core:2 pu:1").expect("synthetic");
+        let places = Places::new(&topo);
+        let kinds: Vec<PlaceKind> = places.layout.places().iter().map(|p| p.kind).collect();
+        assert_eq!(kinds.iter().filter(|k| k.is_group()).count(), 2);
+        assert_eq!(places.layout.groups(PlaceKind::Package).count(), 2);
+        let first_package = places.layout.groups(PlaceKind::Package).next().unwrap();
+        assert_eq!(places.layout.places()[first_package].node, None);
+        assert_eq!(places.cpus[first_package].to_string(), "0-3");
     }
 }

@@ -3,7 +3,7 @@
 //! ```text
 //!   Session::prepare (validation) ─► engine ─► [run: spawn CMD]
 //!        │
-//!        ▼  every T_CPU (absolute deadlines, no drift):
+//!        ▼  supervise (shared by run and attach), every T_CPU (absolute deadlines, no drift):
 //!   engine.step(LiveProcess) ── between steps, block until the deadline or:
 //!        │                         target ended? --duration over? SIGINT/SIGTERM/SIGHUP?
 //!        ▼  on any way out (also errors and panics, via Drop)
@@ -20,7 +20,7 @@
 //! the whole foreground process group, so those are not sent twice.
 
 use crate::EngineError;
-use crate::engine::{Engine, ThreadSummary};
+use crate::engine::{EndedThreads, Engine, ThreadSummary};
 use crate::events::{Event, Events};
 use crate::live::{LiveProcess, Scope, get_affinity, set_affinity};
 use crate::session::Session;
@@ -57,7 +57,11 @@ pub struct Summary {
     /// The program's exit status (`run` only; 128+N if killed by signal N).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// Every live thread and the first 64 that ended.
     pub threads: Vec<ThreadSummary>,
+    /// The other ended threads, counted together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_not_listed: Option<EndedThreads>,
 }
 
 /// What the do-no-harm guard did over a run.
@@ -110,6 +114,15 @@ impl Summary {
             out += &format!(
                 "  ... and {} more threads (use --json for all)\n",
                 self.threads.len() - shown
+            );
+        }
+        if let Some(ended) = &self.ended_not_listed {
+            out += &format!(
+                "  ... and {} more threads that ended, together: {} periods, {} re-pins, mean speed {}\n",
+                ended.threads,
+                ended.periods,
+                ended.repins,
+                fmt(ended.mean_speed)
             );
         }
         out
@@ -216,7 +229,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, stop: Stop, wall: Dura
         interval_ms: session.settings.interval.as_secs_f64() * 1e3,
         wall_s: wall.as_secs_f64(),
         periods: engine.periods(),
-        threads_seen: threads.len(),
+        threads_seen: engine.threads_seen(),
         repins: engine.repins(),
         memory_moves: engine.memory_moves(),
         manager_cpu_s: cpu.as_secs_f64(),
@@ -228,6 +241,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, stop: Stop, wall: Dura
         }),
         exit_code: None,
         threads,
+        ended_not_listed: engine.ended_not_listed(),
     }
 }
 
@@ -255,15 +269,27 @@ pub fn check_attachable(pid: u32) -> Result<(), EngineError> {
 pub fn attach(session: &Session, pid: u32, duration: Option<Duration>) -> Result<Summary, EngineError> {
     check_attachable(pid)?;
     let mut events = Events::new(Some(pid))?;
-    let mut engine = session.engine()?;
-    let scope = Scope {
-        root: pid,
-        children: session.settings.children,
-        only: None,
-        exclude: Vec::new(),
-        stacks: None,
-    };
-    let mut target = session.live_target(scope);
+    let engine = session.engine()?;
+    supervise(session, engine, pid, &mut events, duration, |event| match event {
+        Event::Signal { signal, .. } => Some(Stop::Signal(signal)),
+        Event::TargetMaybeExited => (!process_alive(pid)).then_some(Stop::TargetExited),
+        Event::Deadline => None,
+    })
+}
+
+/// The supervision shared by `run` and `attach`: the process tree of `pid`
+/// as the target, periods until `duration` is over or `on_event` says stop
+/// (it sees every signal and possible exit; deadlines are handled here),
+/// every mask restored, and the summary.
+fn supervise(
+    session: &Session,
+    mut engine: Engine,
+    pid: u32,
+    events: &mut Events,
+    duration: Option<Duration>,
+    mut on_event: impl FnMut(Event) -> Option<Stop>,
+) -> Result<Summary, EngineError> {
+    let mut target = session.live_target(Scope::process_tree(pid, session.settings.children));
     let cpu0 = cpu_time(false);
     let end = duration.map(|d| Instant::now() + d);
     let (stop, wall) = drive(
@@ -271,12 +297,13 @@ pub fn attach(session: &Session, pid: u32, duration: Option<Duration>) -> Result
         &mut target,
         session.settings.interval,
         |deadline| match events.wait_until(end.map_or(deadline, |end| end.min(deadline))) {
-            Event::Signal { signal, .. } => Some(Stop::Signal(signal)),
-            Event::TargetMaybeExited => (!process_alive(pid)).then_some(Stop::TargetExited),
             Event::Deadline => end.is_some_and(|end| Instant::now() >= end).then_some(Stop::Duration),
+            event => on_event(event),
         },
     )?;
-    Ok(summary(session, &engine, stop, wall, cpu_time(false) - cpu0))
+    let mut report = summary(session, &engine, stop, wall, cpu_time(false) - cpu0);
+    report.notes.extend(target.take_notes());
+    Ok(report)
 }
 
 fn process_alive(pid: u32) -> bool {
@@ -296,7 +323,7 @@ pub fn exit_code(status: std::process::ExitStatus) -> i32 {
 /// `duration`, after which it runs on unsupervised), pass its status through.
 pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) -> Result<Summary, EngineError> {
     let mut events = Events::new(None)?;
-    let mut engine = session.engine()?;
+    let engine = session.engine()?;
     // The signals pinlearn now reads from a signalfd are blocked in this
     // thread; the program must start with none blocked.
     // SAFETY: only async-signal-safe calls between fork and exec.
@@ -327,40 +354,24 @@ pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) 
             unsafe { libc::kill(pid as libc::pid_t, signal) };
         }
     };
-    let scope = Scope {
-        root: pid,
-        children: session.settings.children,
-        only: None,
-        exclude: Vec::new(),
-        stacks: None,
-    };
-    let mut target = session.live_target(scope);
-    let cpu0 = cpu_time(false);
-    let end = duration.map(|d| Instant::now() + d);
     let mut status = None;
-    let driven = drive(
-        &mut engine,
-        &mut target,
-        session.settings.interval,
-        |deadline| match events.wait_until(end.map_or(deadline, |end| end.min(deadline))) {
-            Event::Signal { signal, from_process } => {
-                forward(signal, from_process);
-                None
+    let supervised = supervise(session, engine, pid, &mut events, duration, |event| match event {
+        Event::Signal { signal, from_process } => {
+            forward(signal, from_process);
+            None
+        }
+        Event::TargetMaybeExited => match child.try_wait() {
+            Ok(Some(s)) => {
+                status = Some(s);
+                Some(Stop::TargetExited)
             }
-            Event::TargetMaybeExited => match child.try_wait() {
-                Ok(Some(s)) => {
-                    status = Some(s);
-                    Some(Stop::TargetExited)
-                }
-                Ok(None) => None,
-                Err(_) => Some(Stop::TargetExited),
-            },
-            Event::Deadline => end.is_some_and(|end| Instant::now() >= end).then_some(Stop::Duration),
+            Ok(None) => None,
+            Err(_) => Some(Stop::TargetExited),
         },
-    );
-    let manager_cpu = cpu_time(false) - cpu0;
-    let (stop, wall) = match driven {
-        Ok(done) => done,
+        Event::Deadline => None,
+    });
+    let mut report = match supervised {
+        Ok(report) => report,
         Err(e) => {
             // The program keeps running unsupervised; wait for it so it is not orphaned.
             let _ = child.wait();
@@ -380,7 +391,6 @@ pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) 
             }
         },
     };
-    let mut report = summary(session, &engine, stop, wall, manager_cpu);
     report.exit_code = Some(exit_code(status));
     Ok(report)
 }

@@ -10,7 +10,7 @@
 //!   ───────────────────────────                        ──────────────────────────
 //!   thread T1 ─ beat(u) ─► slot k1 {tid T1, count} ─┐
 //!   thread T2 ─ beat(u) ─► slot k2 {tid T2, count} ─┼─ $DIR/pinlearn-heartbeat-P ─► HeartbeatReader::open(P)
-//!   thread T3 exits ─────► slot k3 {tid 0 (free)}  ─┘   (mmap, MAP_SHARED, 0600)     read_into(&mut [(tid, count)])
+//!   thread T3 exits ─────► slot k3 {tid 0 (free)}  ─┘   (0600; the reader: pread)     read_into(&mut [(tid, count)])
 //! ```
 //!
 //! # Where the channel lives
@@ -126,6 +126,8 @@ pub enum HeartbeatError {
     Open { path: PathBuf, source: std::io::Error },
     #[error("cannot map heartbeat channel {path}: {source}")]
     Map { path: PathBuf, source: std::io::Error },
+    #[error("heartbeat channel {path} is not trusted: {detail}; it is ignored")]
+    Untrusted { path: PathBuf, detail: String },
     #[error("cannot remove heartbeat channel {path}: {source}")]
     Remove { path: PathBuf, source: std::io::Error },
     #[error("{path} is not a pinlearn heartbeat channel (bad magic); remove the file")]

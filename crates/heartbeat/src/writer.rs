@@ -325,9 +325,9 @@ mod tests {
     use std::process::{Command, Stdio};
     use std::sync::{Barrier, mpsc};
 
-    fn read_map(reader: &HeartbeatReader) -> BTreeMap<u32, u64> {
+    fn read_map(reader: &mut HeartbeatReader) -> BTreeMap<u32, u64> {
         let mut out = Vec::new();
-        reader.read_into(&mut out);
+        reader.read_into(&mut out).expect("readable");
         let map: BTreeMap<u32, u64> = out.iter().copied().collect();
         assert_eq!(map.len(), out.len(), "a tid appears in two slots: {out:?}");
         map
@@ -354,10 +354,10 @@ mod tests {
                 })
                 .collect();
             let expected: Vec<(u32, u64)> = receiver.iter().take(4).collect();
-            let reader = HeartbeatReader::open(std::process::id())
+            let mut reader = HeartbeatReader::open(std::process::id())
                 .expect("valid channel")
                 .expect("channel exists");
-            let counts = read_map(&reader);
+            let counts = read_map(&mut reader);
             for (tid, count) in &expected {
                 assert_eq!(counts.get(tid), Some(count), "thread {tid}");
             }
@@ -365,7 +365,7 @@ mod tests {
             for handle in handles {
                 handle.join().expect("writer thread");
             }
-            let after = read_map(&reader);
+            let after = read_map(&mut reader);
             for (tid, _) in &expected {
                 assert!(!after.contains_key(tid), "slot of exited thread {tid} is still taken");
             }
@@ -387,18 +387,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("temporary directory");
         let pid = u32::MAX - 1;
         let channel = Channel::create(dir.path(), pid, 1).expect("channel");
-        let reader = HeartbeatReader::open_in(dir.path(), pid)
+        let mut reader = HeartbeatReader::open_in(dir.path(), pid)
             .expect("valid")
             .expect("exists");
         let first = channel.claim(11).expect("one free slot");
         first.count.fetch_add(9, Ordering::Relaxed);
-        assert_eq!(read_map(&reader), BTreeMap::from([(11, 9)]));
+        assert_eq!(read_map(&mut reader), BTreeMap::from([(11, 9)]));
         assert!(channel.claim(12).is_none(), "the only slot is taken");
         release(first);
-        assert!(read_map(&reader).is_empty());
+        assert!(read_map(&mut reader).is_empty());
         let second = channel.claim(12).expect("freed slot");
         assert!(ptr::eq(first, second));
-        assert_eq!(read_map(&reader), BTreeMap::from([(12, 0)]));
+        assert_eq!(read_map(&mut reader), BTreeMap::from([(12, 0)]));
     }
 
     #[test]
@@ -420,11 +420,11 @@ mod tests {
             .expect("free slot")
             .count
             .fetch_add(3, Ordering::Relaxed);
-        let reader = HeartbeatReader::open_in(dir.path(), pid)
+        let mut reader = HeartbeatReader::open_in(dir.path(), pid)
             .expect("valid")
             .expect("exists");
         assert_eq!(reader.slot_count(), 8);
-        assert_eq!(read_map(&reader), BTreeMap::from([(5, 3)]));
+        assert_eq!(read_map(&mut reader), BTreeMap::from([(5, 3)]));
     }
 
     #[test]
@@ -531,11 +531,11 @@ mod tests {
             "the child's test thread and its three workers reported"
         );
         let child_pid = child.id();
-        let reader = HeartbeatReader::open_in(dir.path(), child_pid)
+        let mut reader = HeartbeatReader::open_in(dir.path(), child_pid)
             .expect("valid")
             .expect("child's channel exists");
         assert_eq!(reader.pid(), child_pid);
-        assert_eq!(read_map(&reader), expected);
+        assert_eq!(read_map(&mut reader), expected);
         let mode = std::fs::metadata(channel_path_in(dir.path(), child_pid))
             .expect("exists")
             .permissions()
@@ -544,10 +544,10 @@ mod tests {
 
         // The forked grandchild reported into its own channel, not its parent's.
         let grandchild = grandchild.expect("child reported its grandchild");
-        let reader = HeartbeatReader::open_in(dir.path(), grandchild)
+        let mut reader = HeartbeatReader::open_in(dir.path(), grandchild)
             .expect("valid")
             .expect("grandchild's channel");
-        assert_eq!(read_map(&reader), BTreeMap::from([(grandchild, 5)]));
+        assert_eq!(read_map(&mut reader), BTreeMap::from([(grandchild, 5)]));
 
         child
             .stdin

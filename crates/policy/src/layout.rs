@@ -3,6 +3,14 @@
 //! The engine builds a `Layout` from the topology (and keeps the CPU set of
 //! each place beside it); policies only see place indices, the node each place
 //! belongs to, and how many CPUs it spans.
+//!
+//! ```text
+//!   index:  cores of node 0, node 0, cores of node 1, node 1, ..., machine (2+ nodes)
+//!           then packages, dies, L3 caches (only those that are none of the above)
+//! ```
+//!
+//! The groups come last so that the index of every core and node place (what
+//! the learners' probability vectors are indexed by) does not depend on them.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,25 +23,41 @@ pub enum PlaceKind {
     Node,
     /// Every allowed CPU of every node (only present when there are 2+ nodes).
     Machine,
+    /// A socket: the OS balances inside it.
+    Package,
+    /// A chiplet inside a package: the OS balances inside it.
+    Die,
+    /// The CPUs sharing one last-level (L3) cache: the OS balances inside it.
+    L3,
+}
+
+impl PlaceKind {
+    /// True for the packages, dies and L3 caches added by [`Layout::add_group`].
+    pub fn is_group(self) -> bool {
+        matches!(self, PlaceKind::Package | PlaceKind::Die | PlaceKind::L3)
+    }
 }
 
 /// One place of the layout.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlaceSpec {
     pub kind: PlaceKind,
-    /// The node this place lies in; `None` for the `Machine` place.
+    /// The node this place lies in; `None` for the `Machine` place and for a
+    /// group spanning several nodes.
     pub node: Option<usize>,
     /// Number of CPUs (PUs) the place spans.
     pub cpus: usize,
 }
 
-/// All places, grouped by node. Invariants (checked by [`Layout::new`]):
-/// every node has at least one core place and exactly one `Node` place; a
-/// `Machine` place exists iff there are two or more nodes.
+/// All places, grouped by node. Invariants (checked by [`Layout::new`] and
+/// [`Layout::add_group`]): every node has at least one core place and
+/// exactly one `Node` place; a `Machine` place exists iff there are two or
+/// more nodes; group places come after all of those.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Layout {
     places: Vec<PlaceSpec>,
     nodes: usize,
+    whole: usize,
 }
 
 impl Layout {
@@ -62,18 +86,45 @@ impl Layout {
                 cpus: cores.iter().sum(),
             });
         }
-        if cores_per_node.len() > 1 {
+        let whole = if cores_per_node.len() > 1 {
             let cpus = cores_per_node.iter().flatten().sum();
             places.push(PlaceSpec {
                 kind: PlaceKind::Machine,
                 node: None,
                 cpus,
             });
-        }
+            places.len() - 1
+        } else {
+            places.len() - 1 // the only node's place
+        };
         Layout {
             places,
             nodes: cores_per_node.len(),
+            whole,
         }
+    }
+
+    /// Appends a package, die or L3 place spanning `cpus` CPUs, lying in
+    /// `node` (or across nodes: `None`), and returns its index.
+    ///
+    /// # Panics
+    /// If `kind` is not a group kind, `node` is not a node of the layout, or
+    /// `cpus` is zero.
+    pub fn add_group(&mut self, kind: PlaceKind, node: Option<usize>, cpus: usize) -> usize {
+        assert!(kind.is_group(), "{kind:?} is not a group place");
+        assert!(node.is_none_or(|node| node < self.nodes), "no node {node:?}");
+        assert!(cpus > 0, "a group without CPUs");
+        self.places.push(PlaceSpec { kind, node, cpus });
+        self.places.len() - 1
+    }
+
+    /// The group places of `kind` (package, die or L3), in order.
+    pub fn groups(&self, kind: PlaceKind) -> impl Iterator<Item = usize> + '_ {
+        self.places
+            .iter()
+            .enumerate()
+            .filter(move |(_, p)| p.kind == kind)
+            .map(|(i, _)| i)
     }
 
     /// A uniform layout: `nodes` nodes of `cores` single-PU cores each.
@@ -118,11 +169,7 @@ impl Layout {
     /// The place spanning every allowed CPU: the machine place, or the only
     /// node's place on a one-node machine. The OS policy uses it.
     pub fn whole(&self) -> usize {
-        if self.nodes > 1 {
-            self.places.len() - 1
-        } else {
-            self.node_place(0)
-        }
+        self.whole
     }
 }
 
@@ -147,5 +194,25 @@ mod tests {
         assert_eq!(l.node_place(1), 4);
         assert_eq!(l.whole(), 5);
         assert_eq!(l.places()[5].cpus, 6);
+    }
+
+    #[test]
+    fn groups_come_after_every_core_node_and_machine_place() {
+        let mut l = Layout::new(&[vec![1, 1], vec![1, 1]]);
+        let before = l.clone();
+        let package = l.add_group(PlaceKind::Package, None, 4);
+        let l3 = l.add_group(PlaceKind::L3, Some(1), 2);
+        assert_eq!((package, l3), (7, 8));
+        assert_eq!(l.places()[..7], before.places()[..]);
+        assert_eq!(l.whole(), before.whole());
+        assert_eq!(l.places()[l.whole()].kind, PlaceKind::Machine);
+        assert_eq!(l.groups(PlaceKind::L3).collect::<Vec<_>>(), vec![8]);
+        assert_eq!(l.all_cores().count(), 4);
+    }
+
+    #[test]
+    #[should_panic(expected = "not a group place")]
+    fn add_group_refuses_a_core() {
+        Layout::uniform(1, 2).add_group(PlaceKind::Core, Some(0), 1);
     }
 }

@@ -222,6 +222,9 @@ impl SimMachine {
                 PlaceKind::Core => core_index(index).into_iter().collect(),
                 PlaceKind::Node => node_cores[spec.node.expect("a node place has a node")].clone(),
                 PlaceKind::Machine => (0..cores.len()).collect(),
+                PlaceKind::Package | PlaceKind::Die | PlaceKind::L3 => (0..cores.len())
+                    .filter(|&core| places.cpus[cores[core]].is_subset(&places.cpus[index]))
+                    .collect(),
             })
             .collect();
         let place_allows = place_cores

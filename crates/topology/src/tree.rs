@@ -1,20 +1,25 @@
-//! `Topology`: the machine as NUMA nodes of cores of PUs, read through hwloc.
+//! `Topology`: the machine as NUMA nodes of cores of PUs, with the packages,
+//! dies and L3 caches that group them, read through hwloc.
 //!
-//! hwloc describes a machine as a tree (machine, packages, L3 groups, cores,
-//! PUs) with NUMA nodes hanging off it as memory children. pinlearn only
-//! needs the places a thread can be pinned to, so this module flattens that
-//! tree into plain data and drops hwloc right after reading it:
+//! hwloc describes a machine as a tree (machine, packages, dies, L3 caches,
+//! cores, PUs) with NUMA nodes hanging off it as memory children. pinlearn
+//! needs the places a thread can be pinned to and what the CPUs of a place
+//! share, so this module turns that tree into plain data and drops hwloc
+//! right after reading it:
 //!
 //! ```text
 //!   hwloc source ──► hwlocality::Topology ──► PUs (OS indices)
 //!   (this machine,                            NUMA nodes' CPUs ─► each PU goes to the
 //!    synthetic,                                                   smallest node holding it
 //!    XML file)                                Cores' PUs ────────► split per node
+//!                                             Packages, dies, L3s ► groups (CPU sets)
 //!                                                   │
-//!                                                   ▼  from_nodes (validates, sorts)
-//!                           Topology { nodes: [Node { os_index, cpus, cores }], source }
+//!                                                   ▼  from_nodes + with_groups (validate, sort)
+//!          Topology { nodes: [Node { os_index, cpus, cores }], groups: [Group], source }
 //!                                                   │
 //!                         map_onto(real) / restrict(allowed) ─► a new, validated Topology
+//!                                                   │
+//!                         describe(): the tree, each set nested in the smallest set holding it
 //! ```
 //!
 //! Memory-only NUMA nodes (and nodes whose CPUs all belong to a closer node,
@@ -83,6 +88,63 @@ pub enum TopologyError {
     },
     #[error("none of the CPUs {allowed} is in this topology ({cpus})")]
     NothingAllowed { allowed: CpuSet, cpus: CpuSet },
+    #[error("{level} {index} has no CPUs; every group needs at least one CPU")]
+    EmptyGroup { level: GroupLevel, index: u32 },
+    #[error("{level} {index} holds CPUs {outside} that no node holds; a group's CPUs must be in the topology")]
+    GroupOutsideTopology {
+        level: GroupLevel,
+        index: u32,
+        outside: CpuSet,
+    },
+    #[error("CPU {cpu} is in two {level} groups; the groups of one level must not overlap")]
+    GroupsOverlap { level: GroupLevel, cpu: usize },
+}
+
+/// A level of the hardware above the core whose CPUs share something a
+/// thread feels: a socket (package), a chiplet (die), a last-level cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupLevel {
+    Package,
+    Die,
+    L3,
+}
+
+impl GroupLevel {
+    /// Every level, from the outermost in.
+    pub const ALL: [GroupLevel; 3] = [GroupLevel::Package, GroupLevel::Die, GroupLevel::L3];
+
+    /// The word used in text: `package`, `die`, `L3`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupLevel::Package => "package",
+            GroupLevel::Die => "die",
+            GroupLevel::L3 => "L3",
+        }
+    }
+
+    fn hwloc_type(self) -> ObjectType {
+        match self {
+            GroupLevel::Package => ObjectType::Package,
+            GroupLevel::Die => ObjectType::Die,
+            GroupLevel::L3 => ObjectType::L3Cache,
+        }
+    }
+}
+
+impl std::fmt::Display for GroupLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One package, die or L3 cache and the CPUs under it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Group {
+    pub level: GroupLevel,
+    /// hwloc's logical index among the groups of this level (`L#`).
+    pub index: u32,
+    pub cpus: CpuSet,
 }
 
 /// A NUMA node and the CPUs it holds.
@@ -98,13 +160,16 @@ pub struct Node {
 
 /// The machine's places: NUMA nodes of cores of CPUs.
 ///
-/// Invariants (checked by [`Topology::from_nodes`]): at least one node;
-/// nodes sorted by `os_index`, unique; every node has at least one core;
-/// every core has at least one CPU and no CPU is in two cores; a node's
-/// `cpus` is the union of its cores.
+/// Invariants (checked by [`Topology::from_nodes`] and
+/// [`Topology::with_groups`]): at least one node; nodes sorted by
+/// `os_index`, unique; every node has at least one core; every core has at
+/// least one CPU and no CPU is in two cores; a node's `cpus` is the union of
+/// its cores; every group has CPUs, all in the topology, and the groups of
+/// one level are disjoint, sorted by (level, first CPU).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Topology {
     nodes: Vec<Node>,
+    groups: Vec<Group>,
     source: String,
 }
 
@@ -214,8 +279,43 @@ impl Topology {
         }
         Ok(Topology {
             nodes,
+            groups: Vec::new(),
             source: source.into(),
         })
+    }
+
+    /// The same topology with these packages, dies and L3 caches (replacing
+    /// any it had), checked and sorted by (level, first CPU).
+    pub fn with_groups(mut self, mut groups: Vec<Group>) -> Result<Self, TopologyError> {
+        let all = self.cpus();
+        for group in &groups {
+            if group.cpus.is_empty() {
+                return Err(TopologyError::EmptyGroup {
+                    level: group.level,
+                    index: group.index,
+                });
+            }
+            let outside = group.cpus.difference(&all);
+            if !outside.is_empty() {
+                return Err(TopologyError::GroupOutsideTopology {
+                    level: group.level,
+                    index: group.index,
+                    outside,
+                });
+            }
+        }
+        groups.sort_by_key(|group| (group.level, group.cpus.first(), group.index));
+        for level in GroupLevel::ALL {
+            let mut seen = CpuSet::new();
+            for group in groups.iter().filter(|group| group.level == level) {
+                if let Some(cpu) = group.cpus.intersection(&seen).first() {
+                    return Err(TopologyError::GroupsOverlap { level, cpu });
+                }
+                seen = seen.union(&group.cpus);
+            }
+        }
+        self.groups = groups;
+        Ok(self)
     }
 
     /// Renumbers the CPUs: the i-th PU in (node, core, PU) order becomes the
@@ -231,22 +331,27 @@ impl Topology {
                 real_cpus: real.clone(),
             });
         }
-        let mut real_cpus = real.iter();
-        let mut mapped = Vec::with_capacity(self.nodes.len());
-        for node in &self.nodes {
-            let cores: Vec<CpuSet> = node
-                .cores
-                .iter()
-                .map(|core| real_cpus.by_ref().take(core.len()).collect())
-                .collect();
-            let cpus = cores.iter().fold(CpuSet::new(), |union, core| union.union(core));
-            mapped.push(Node {
+        let in_order = self.cores().flat_map(CpuSet::iter);
+        let real_of: std::collections::HashMap<usize, usize> = in_order.zip(real.iter()).collect();
+        let map = |set: &CpuSet| -> CpuSet { set.iter().map(|cpu| real_of[&cpu]).collect() };
+        let mapped = self
+            .nodes
+            .iter()
+            .map(|node| Node {
                 os_index: node.os_index,
-                cpus,
-                cores,
-            });
-        }
-        Topology::from_nodes(mapped, format!("{} mapped onto CPUs {real}", self.source))
+                cpus: map(&node.cpus),
+                cores: node.cores.iter().map(map).collect(),
+            })
+            .collect();
+        let groups = self
+            .groups
+            .iter()
+            .map(|group| Group {
+                cpus: map(&group.cpus),
+                ..group.clone()
+            })
+            .collect();
+        Topology::from_nodes(mapped, format!("{} mapped onto CPUs {real}", self.source))?.with_groups(groups)
     }
 
     /// Keeps only the CPUs in `allowed`, dropping cores and nodes left empty.
@@ -279,12 +384,31 @@ impl Topology {
                 })
             })
             .collect();
-        Topology::from_nodes(nodes, format!("{} restricted to CPUs {kept_cpus}", self.source))
+        let groups = self
+            .groups
+            .iter()
+            .map(|group| Group {
+                cpus: group.cpus.intersection(allowed),
+                ..group.clone()
+            })
+            .filter(|group| !group.cpus.is_empty())
+            .collect();
+        Topology::from_nodes(nodes, format!("{} restricted to CPUs {kept_cpus}", self.source))?.with_groups(groups)
     }
 
     /// The nodes, sorted by OS index.
     pub fn nodes(&self) -> &[Node] {
         &self.nodes
+    }
+
+    /// The packages, dies and L3 caches, sorted by (level, first CPU).
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+
+    /// The groups of one level.
+    pub fn groups_at(&self, level: GroupLevel) -> impl Iterator<Item = &Group> {
+        self.groups.iter().filter(move |group| group.level == level)
     }
 
     /// Every CPU of the topology.
@@ -318,22 +442,43 @@ impl Topology {
         &self.source
     }
 
-    /// A human-readable tree for `pinlearn topo`: a summary line, then per
-    /// node its CPUs and core count and its cores as CPU lists on a wrapped
-    /// line.
+    /// A human-readable tree for `pinlearn topo`: the source, a line
+    /// counting every level, then each package, die, node and L3 cache
+    /// nested under the smallest one holding it (sets that are equal share
+    /// a line, `package 0 / node 0`), with the cores that no deeper set
+    /// holds listed as CPU lists on a wrapped line.
     pub fn describe(&self) -> String {
         let cpus = self.cpus();
-        let mut text = format!(
-            "{}\n{} with CPUs, {}, {} ({})\n",
-            self.source,
-            plural(self.nodes.len(), "NUMA node"),
-            plural(self.core_count(), "core"),
-            plural(cpus.len(), "CPU"),
-            cpus
-        );
-        for node in &self.nodes {
-            let smallest = node.cores.iter().map(CpuSet::len).min().unwrap_or(0);
-            let largest = node.cores.iter().map(CpuSet::len).max().unwrap_or(0);
+        let mut counts: Vec<String> = GroupLevel::ALL
+            .iter()
+            .filter_map(|&level| {
+                let count = self.groups_at(level).count();
+                let noun = match level {
+                    GroupLevel::L3 => "L3 cache",
+                    _ => level.name(),
+                };
+                (count > 0).then(|| plural(count, noun))
+            })
+            .collect();
+        counts.push(format!("{} with CPUs", plural(self.nodes.len(), "NUMA node")));
+        counts.push(plural(self.core_count(), "core"));
+        counts.push(format!("{} ({})", plural(cpus.len(), "CPU"), cpus));
+        let mut text = format!("{}\n{}\n", self.source, counts.join(", "));
+
+        let sets = self.nested_sets();
+        let mut stack: Vec<(usize, usize)> = sets
+            .iter()
+            .enumerate()
+            .filter(|(_, set)| set.parent.is_none())
+            .map(|(index, _)| (index, 0))
+            .rev()
+            .collect();
+        while let Some((index, depth)) = stack.pop() {
+            let set = &sets[index];
+            let indent = "  ".repeat(depth);
+            let cores: Vec<&CpuSet> = self.cores().filter(|core| core.is_subset(&set.cpus)).collect();
+            let smallest = cores.iter().map(|core| core.len()).min().unwrap_or(0);
+            let largest = cores.iter().map(|core| core.len()).max().unwrap_or(0);
             let per_core = if smallest == largest {
                 plural(smallest, "CPU")
             } else {
@@ -341,16 +486,86 @@ impl Topology {
             };
             let _ = writeln!(
                 text,
-                "node {}: CPUs {}, {} of {}",
-                node.os_index,
-                node.cpus,
-                plural(node.cores.len(), "core"),
+                "{indent}{}: CPUs {}, {} of {}",
+                set.labels.join(" / "),
+                set.cpus,
+                plural(cores.len(), "core"),
                 per_core
             );
-            let core_lists: Vec<String> = node.cores.iter().map(CpuSet::to_string).collect();
-            text.push_str(&wrap_words("  cores: ", &core_lists, DESCRIBE_WIDTH));
+            let children: Vec<usize> = (0..sets.len())
+                .filter(|&child| sets[child].parent == Some(index))
+                .collect();
+            let in_children = children
+                .iter()
+                .fold(CpuSet::new(), |union, &child| union.union(&sets[child].cpus));
+            let own_cores: Vec<String> = cores
+                .iter()
+                .filter(|core| core.intersection(&in_children).is_empty())
+                .map(|core| core.to_string())
+                .collect();
+            if !own_cores.is_empty() {
+                let prefix = if children.is_empty() {
+                    "cores: "
+                } else {
+                    "other cores: "
+                };
+                text.push_str(&wrap_words(&format!("{indent}  {prefix}"), &own_cores, DESCRIBE_WIDTH));
+            }
+            stack.extend(children.into_iter().rev().map(|child| (child, depth + 1)));
         }
         text
+    }
+
+    /// Every package, die, node and L3 as CPU sets, equal sets merged into
+    /// one (labels from the outermost level in), each with the index of the
+    /// smallest set strictly holding it. Sorted by first CPU, larger first.
+    fn nested_sets(&self) -> Vec<NestedSet> {
+        // Rank orders the labels of equal sets: package, die, node, L3.
+        let rank = |level: GroupLevel| match level {
+            GroupLevel::Package => 0,
+            GroupLevel::Die => 1,
+            GroupLevel::L3 => 3,
+        };
+        let mut labelled: Vec<(usize, String, CpuSet)> = self
+            .groups
+            .iter()
+            .map(|group| {
+                (
+                    rank(group.level),
+                    format!("{} {}", group.level, group.index),
+                    group.cpus.clone(),
+                )
+            })
+            .chain(
+                self.nodes
+                    .iter()
+                    .map(|node| (2, format!("node {}", node.os_index), node.cpus.clone())),
+            )
+            .collect();
+        labelled.sort_by(|a, b| {
+            (a.2.first(), std::cmp::Reverse(a.2.len()), a.0).cmp(&(b.2.first(), std::cmp::Reverse(b.2.len()), b.0))
+        });
+        let mut sets: Vec<NestedSet> = Vec::new();
+        for (_, label, cpus) in labelled {
+            match sets.iter_mut().find(|set| set.cpus == cpus) {
+                Some(set) => set.labels.push(label),
+                None => sets.push(NestedSet {
+                    labels: vec![label],
+                    cpus,
+                    parent: None,
+                }),
+            }
+        }
+        for index in 0..sets.len() {
+            sets[index].parent = (0..sets.len())
+                .filter(|&other| {
+                    other != index
+                        && sets[index].cpus.is_subset(&sets[other].cpus)
+                        && sets[other].cpus != sets[index].cpus
+                })
+                .min_by_key(|&other| (sets[other].cpus.len(), other));
+        }
+        sets
     }
 
     /// Flattens an hwloc tree into nodes of cores (see the module docs).
@@ -401,6 +616,19 @@ impl Topology {
         let in_cores = hwloc_cores.iter().fold(CpuSet::new(), |union, core| union.union(core));
         hwloc_cores.extend(all_pus.difference(&in_cores).iter().map(|pu| CpuSet::from_iter([pu])));
 
+        let all_pus_ref = &all_pus;
+        let groups = GroupLevel::ALL
+            .into_iter()
+            .flat_map(|level| {
+                hwloc.objects_with_type(level.hwloc_type()).map(move |object| Group {
+                    level,
+                    index: saturating_u32(object.logical_index()),
+                    cpus: hwloc_cpus(object, all_pus_ref),
+                })
+            })
+            .filter(|group| !group.cpus.is_empty())
+            .collect();
+
         let nodes = node_cpus
             .into_iter()
             .map(|(os_index, cpus)| Node {
@@ -413,8 +641,16 @@ impl Topology {
                 cpus,
             })
             .collect();
-        Topology::from_nodes(nodes, source)
+        Topology::from_nodes(nodes, source)?.with_groups(groups)
     }
+}
+
+/// A set of CPUs in the drawn tree: one or more groups or nodes with
+/// exactly these CPUs, and the set it is drawn under.
+struct NestedSet {
+    labels: Vec<String>,
+    cpus: CpuSet,
+    parent: Option<usize>,
 }
 
 /// The PUs of an hwloc object that are also in `all_pus`.

@@ -44,26 +44,47 @@ pub fn get_affinity(tid: u32) -> io::Result<CpuSet> {
 
 /// Restricts thread `tid` to `cpus`.
 pub fn set_affinity(tid: u32, cpus: &CpuSet) -> io::Result<()> {
-    let highest = cpus
-        .iter()
-        .last()
-        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let mut words = vec![0u64; highest / WORD_BITS + 1];
-    for cpu in cpus.iter() {
-        words[cpu / WORD_BITS] |= 1u64 << (cpu % WORD_BITS);
+    AffinityMask::new(cpus)?.apply(tid)
+}
+
+/// A CPU set as the kernel's affinity mask, built ahead of the system call
+/// so it can be applied where allocating is not allowed (between fork and
+/// exec).
+#[derive(Clone, Debug)]
+pub struct AffinityMask {
+    words: Vec<u64>,
+}
+
+impl AffinityMask {
+    /// The mask of `cpus`; an empty set is refused (`InvalidInput`).
+    pub fn new(cpus: &CpuSet) -> io::Result<Self> {
+        let highest = cpus
+            .iter()
+            .last()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let mut words = vec![0u64; highest / WORD_BITS + 1];
+        for cpu in cpus.iter() {
+            words[cpu / WORD_BITS] |= 1u64 << (cpu % WORD_BITS);
+        }
+        Ok(AffinityMask { words })
     }
-    // SAFETY: the mask is valid for its full byte length.
-    let ret = unsafe {
-        libc::sched_setaffinity(
-            tid as libc::pid_t,
-            words.len() * 8,
-            words.as_ptr().cast::<libc::cpu_set_t>(),
-        )
-    };
-    if ret != 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
+
+    /// Restricts thread `tid` (0 = the calling thread) to the mask: one
+    /// system call, no allocation.
+    pub fn apply(&self, tid: u32) -> io::Result<()> {
+        // SAFETY: the mask is valid for its full byte length.
+        let ret = unsafe {
+            libc::sched_setaffinity(
+                tid as libc::pid_t,
+                self.words.len() * 8,
+                self.words.as_ptr().cast::<libc::cpu_set_t>(),
+            )
+        };
+        if ret != 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -92,6 +113,13 @@ impl Affinity {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Remembers `original` for a thread that runs on a mask of pinlearn's
+    /// without pinlearn having set it (it inherited its creator's pin), so
+    /// that restoring puts `original` back.
+    pub fn adopt(&mut self, tid: u32, original: &CpuSet) {
+        self.originals.entry(tid).or_insert_with(|| original.clone());
     }
 
     /// Forgets a thread that has ended.

@@ -2,10 +2,14 @@
 //!
 //! ```text
 //!   observe():
-//!     /proc/ROOT/task/*  ─┐  (+ /proc/PID/task/TID/children, recursively, unless --no-children)
-//!                         ├─► live tids ─► new: open schedstat (+perf), read comm and mask
-//!                         │              └► gone: forget (a vanished thread is never an error)
-//!     probe per thread   ─┴─► speed (cpu | instructions | heartbeat) ─► samples sorted by key
+//!     discover   /proc/ROOT/task/*  (+ /proc/PID/task/TID/children, recursively, unless --no-children)
+//!                    │ live (pid, tid)
+//!     sync           ├─► new: admit (open schedstat or perf, read comm and mask)
+//!                    └─► ended: forget (a vanished thread is never an error)
+//!     measure    per thread: Schedstat | Instructions; per process: Heartbeats (probe.rs)
+//!                    │ speed per thread (heartbeat rates relative to their peak)
+//!                    ▼
+//!                samples sorted by key, progress for the guard
 //!   place(key, cpus):
 //!     Affinity::set (remembers the original mask) ─► sched_setaffinity(tid)
 //!   restore() / Drop:
@@ -16,33 +20,27 @@
 //! reuses during a run becomes a new thread for the policy.
 
 mod affinity;
+mod helper;
 mod memory;
 mod probe;
+mod tasks;
 
-pub use affinity::{Affinity, get_affinity, set_affinity};
+pub use affinity::{Affinity, AffinityMask, get_affinity, set_affinity};
+pub use helper::end_with_caller;
 pub use memory::current_thread_stack;
 pub use probe::{instructions_supported, resolve_metric};
+pub use tasks::{Scan, TaskWatcher, thread_name};
 
 use crate::EngineError;
 use crate::config::Metric;
 use crate::target::{Target, ThreadInfo};
-use nix::dir::Dir;
-use nix::fcntl::OFlag;
-use nix::sys::stat::Mode;
-use pinlearn_heartbeat::HeartbeatReader;
 use pinlearn_policy::{ThreadKey, ThreadSample};
 use pinlearn_topology::CpuSet;
-use probe::{Instructions, Schedstat};
-use std::collections::hash_map::Entry;
+use probe::{Heartbeats, Instructions, Schedstat};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-/// Per-period fading of the peak heartbeat rate speeds are relative to.
-const BEAT_PEAK_FADE: f64 = 0.99;
 
 /// In-process: each registered thread's stack as (start, length), by tid.
 pub type ThreadStacks = Arc<Mutex<HashMap<u32, (usize, usize)>>>;
@@ -63,13 +61,29 @@ pub struct Scope {
     pub stacks: Option<ThreadStacks>,
 }
 
+impl Scope {
+    /// Process `root` (and its descendants when `children`), every thread.
+    pub fn process_tree(root: u32, children: bool) -> Self {
+        Scope {
+            root,
+            children,
+            only: None,
+            exclude: Vec::new(),
+            stacks: None,
+        }
+    }
+}
+
 struct LiveThread {
     who: ThreadInfo,
+    /// The mask to put back: the one the thread had when first seen, or,
+    /// for a thread that inherited a pin of pinlearn's from its creator,
+    /// the mask its process had before pinlearn.
     original: CpuSet,
+    /// The mask the thread had when first seen (where it runs now).
+    found_on: CpuSet,
     schedstat: Option<Schedstat>,
-    children: Option<File>,
     instructions: Option<Instructions>,
-    beats: Option<u64>,
     /// Periods since the thread was first seen.
     age: u32,
 }
@@ -77,12 +91,6 @@ struct LiveThread {
 /// Threads usually name themselves right after they start: re-read the
 /// name during this many periods.
 const NAME_PERIODS: u32 = 5;
-
-fn thread_name(pid: u32, tid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-        .ok()
-        .map(|s| s.trim_end().to_string())
-}
 
 /// The live process tree being supervised.
 pub struct LiveProcess {
@@ -93,11 +101,15 @@ pub struct LiveProcess {
     key_of: HashMap<u32, ThreadKey>,
     generation: HashMap<u32, u64>,
     affinity: Affinity,
-    /// Open /proc/PID/task directories, rewound and re-read every period.
-    task_dirs: HashMap<u32, Dir>,
-    heartbeats: HashMap<u32, HeartbeatReader>,
-    beat_counts: Vec<(u32, u64)>,
-    max_beat_rate: f64,
+    /// The mask each supervised process had before pinlearn (its first
+    /// thread's original), by pid.
+    process_original: HashMap<u32, CpuSet>,
+    /// Processes with a thread pinlearn has moved.
+    pinned_processes: HashSet<u32>,
+    tasks: TaskWatcher,
+    heartbeats: Heartbeats,
+    /// Tids found in a heartbeat channel this period (scratch).
+    beating: HashSet<u32>,
     /// The application's progress over the last observed period.
     progress: Option<f64>,
     last_observe: Option<Instant>,
@@ -111,6 +123,8 @@ impl LiveProcess {
     /// CPU sets of the layout's places; `period_s` the nominal period.
     pub fn new(scope: Scope, metric: Metric, place_cpus: Vec<CpuSet>, period_s: f64) -> Self {
         LiveProcess {
+            // Attached to an ancestor of pinlearn, never watch pinlearn.
+            tasks: TaskWatcher::new(scope.root, scope.children).skipping(std::process::id()),
             scope,
             metric,
             place_cpus,
@@ -118,10 +132,10 @@ impl LiveProcess {
             key_of: HashMap::new(),
             generation: HashMap::new(),
             affinity: Affinity::default(),
-            task_dirs: HashMap::new(),
-            heartbeats: HashMap::new(),
-            beat_counts: Vec::new(),
-            max_beat_rate: 0.0,
+            process_original: HashMap::new(),
+            pinned_processes: HashSet::new(),
+            heartbeats: Heartbeats::default(),
+            beating: HashSet::new(),
             progress: None,
             last_observe: None,
             nominal_period_s: period_s,
@@ -135,87 +149,47 @@ impl LiveProcess {
         self
     }
 
+    /// What was said during the run (channels ignored, ...), once each.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        self.heartbeats.take_notes()
+    }
+
     /// Puts back the original mask of every thread pinlearn moved.
     pub fn restore(&mut self) -> Vec<(u32, io::Error)> {
         self.affinity.restore_all()
     }
 
-    /// Every live (pid, tid) of the scope, found through /proc.
+    /// Every live (pid, tid) of the scope.
     fn discover(&mut self) -> Vec<(u32, u32)> {
-        let mut found = Vec::new();
-        let mut pending = vec![self.scope.root];
-        let mut seen_pids = HashSet::new();
-        let mut live_pids = HashSet::new();
-        let registered = self
-            .scope
-            .only
-            .as_ref()
-            .map(|set| set.lock().map(|s| s.clone()).unwrap_or_default());
-        while let Some(pid) = pending.pop() {
-            if !seen_pids.insert(pid) {
-                continue;
-            }
-            let dir = match self.task_dirs.entry(pid) {
-                Entry::Occupied(dir) => dir.into_mut(),
-                Entry::Vacant(slot) => {
-                    match Dir::open(
-                        format!("/proc/{pid}/task").as_str(),
-                        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                        Mode::empty(),
-                    ) {
-                        Ok(dir) => slot.insert(dir),
-                        Err(_) => continue,
-                    }
-                }
-            };
-            let tids: Vec<u32> = dir
-                .iter()
-                .flatten()
-                .filter_map(|entry| entry.file_name().to_str().ok()?.parse().ok())
-                .collect();
-            if !tids.is_empty() {
-                live_pids.insert(pid);
-            }
-            for tid in tids {
-                if self.scope.children {
-                    let known = self.key_of.get(&tid).and_then(|k| self.threads.get(k));
-                    let children = match known.and_then(|t| t.children.as_ref()) {
-                        Some(file) => read_children(file),
-                        None => File::open(format!("/proc/{pid}/task/{tid}/children"))
-                            .map(|f| read_children(&f))
-                            .unwrap_or_default(),
-                    };
-                    pending.extend(children);
-                }
-                if self.scope.exclude.contains(&tid) {
-                    continue;
-                }
-                if registered.as_ref().is_some_and(|set| !set.contains(&tid)) {
-                    continue;
-                }
-                found.push((pid, tid));
-            }
+        let scan = self.tasks.scan();
+        for &pid in &scan.ended {
+            self.process_original.remove(&pid);
+            self.pinned_processes.remove(&pid);
         }
-        let ended: Vec<u32> = self
-            .task_dirs
-            .keys()
-            .copied()
-            .filter(|pid| !live_pids.contains(pid))
-            .collect();
-        for pid in ended {
-            self.task_dirs.remove(&pid);
+        for pid in scan.ended {
             if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 // A process that was killed could not unlink its heartbeat
                 // channel at exit; do it for it.
                 let _ = pinlearn_heartbeat::remove_channel(pid);
             }
         }
-        found
+        let registered = self
+            .scope
+            .only
+            .as_ref()
+            .map(|set| set.lock().map(|s| s.clone()).unwrap_or_default());
+        let mut threads = scan.threads;
+        threads.retain(|(_, tid)| {
+            !self.scope.exclude.contains(tid) && registered.as_ref().is_none_or(|set| set.contains(tid))
+        });
+        threads
     }
 
     fn admit(&mut self, pid: u32, tid: u32) -> Option<LiveThread> {
         // A thread can end at any moment: failing to open its files means it is gone.
-        let original = get_affinity(tid).ok()?;
+        let found_on = get_affinity(tid).ok()?;
+        let original = self.original_of_new_thread(pid, &found_on);
+        self.process_original.entry(pid).or_insert_with(|| original.clone());
         let name = thread_name(pid, tid).unwrap_or_default();
         let schedstat = match self.metric {
             Metric::Instructions => None,
@@ -225,40 +199,158 @@ impl LiveProcess {
             Metric::Instructions => Some(Instructions::open(tid).ok()?),
             _ => None,
         };
-        let children = self
-            .scope
-            .children
-            .then(|| File::open(format!("/proc/{pid}/task/{tid}/children")).ok())
-            .flatten();
+        if original != found_on {
+            // It inherited a pin of pinlearn's: restore it even if
+            // pinlearn never moves it.
+            self.affinity.adopt(tid, &original);
+        }
         Some(LiveThread {
             who: ThreadInfo { pid, tid, name },
             original,
+            found_on,
             schedstat,
-            children,
             instructions,
-            beats: None,
             age: 0,
         })
     }
 
-    fn refresh_heartbeats(&mut self, pids: &HashSet<u32>) {
-        self.heartbeats.retain(|pid, _| pids.contains(pid));
-        for &pid in pids {
-            if let Entry::Vacant(slot) = self.heartbeats.entry(pid)
-                && let Ok(Some(reader)) = HeartbeatReader::open(pid)
-            {
-                slot.insert(reader);
+    /// The mask to restore for a new thread of `pid` found on `found_on`.
+    /// Threads and processes inherit their creator's mask: when that is one
+    /// of pinlearn's places and pinlearn has pinned threads of the process
+    /// (or, for a new process, of its parent), the mask is pinlearn's, and
+    /// the one to restore is what the process had before pinlearn.
+    fn original_of_new_thread(&self, pid: u32, found_on: &CpuSet) -> CpuSet {
+        let creator = if self.process_original.contains_key(&pid) {
+            Some(pid)
+        } else {
+            parent_of(pid)
+        };
+        match creator {
+            Some(creator) if self.pinned_processes.contains(&creator) && self.place_cpus.contains(found_on) => self
+                .process_original
+                .get(&creator)
+                .cloned()
+                .unwrap_or_else(|| found_on.clone()),
+            _ => found_on.clone(),
+        }
+    }
+
+    /// Admits the threads that appeared and forgets those that ended.
+    fn sync(&mut self, live: &[(u32, u32)]) {
+        let live_tids: HashSet<u32> = live.iter().map(|&(_, tid)| tid).collect();
+        let ended: Vec<u32> = self
+            .key_of
+            .keys()
+            .copied()
+            .filter(|tid| !live_tids.contains(tid))
+            .collect();
+        for tid in ended {
+            self.forget(tid);
+        }
+        for &(pid, tid) in live {
+            if self.key_of.contains_key(&tid) {
+                continue;
+            }
+            if let Some(thread) = self.admit(pid, tid) {
+                let key = (self.generation.get(&tid).copied().unwrap_or(0) << 32) | u64::from(tid);
+                self.key_of.insert(tid, key);
+                self.threads.insert(key, thread);
             }
         }
     }
+
+    /// Drops everything known about thread `tid`: its probes, its saved
+    /// mask and its heartbeat count. If the kernel reuses the tid, the next
+    /// thread gets a new key (generation + 1).
+    fn forget(&mut self, tid: u32) {
+        if let Some(key) = self.key_of.remove(&tid) {
+            self.threads.remove(&key);
+        }
+        self.affinity.forget(tid);
+        self.heartbeats.forget(tid);
+        *self.generation.entry(tid).or_insert(0) += 1;
+    }
+
+    /// Re-reads the names of young threads (threads name themselves right
+    /// after they start).
+    fn refresh_names(&mut self) {
+        for thread in self.threads.values_mut().filter(|thread| thread.age < NAME_PERIODS) {
+            thread.age += 1;
+            if let Some(name) = thread_name(thread.who.pid, thread.who.tid) {
+                thread.who.name = name;
+            }
+        }
+    }
+
+    /// One sample per thread from the schedstat or instruction probe, with
+    /// the heartbeat rates of the threads that beat; threads whose probe
+    /// fails (they ended) are forgotten.
+    fn measure(&mut self, samples: &mut Vec<ThreadSample>, period_s: f64) -> Measured {
+        let pids: HashSet<u32> = self.threads.values().map(|t| t.who.pid).collect();
+        self.heartbeats.refresh(&pids);
+        let rates = self.heartbeats.rates(period_s, &mut self.beating);
+        let period_ns = period_s * 1e9;
+        let mut measured = Measured::default();
+        let mut gone = Vec::new();
+        for (&key, thread) in self.threads.iter_mut() {
+            let cpu_share = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
+                Some(Ok(share)) => {
+                    measured.ran_ns += thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns);
+                    share
+                }
+                Some(Err(_)) if thread_ended(thread.who.pid, thread.who.tid) => {
+                    gone.push(thread.who.tid);
+                    continue;
+                }
+                // Alive but unreadable this time: no speed, nothing forgotten.
+                Some(Err(_)) => None,
+                None => None,
+            };
+            let speed = match self.metric {
+                Metric::Instructions => match thread.instructions.as_mut().map(|c| c.gips(period_s)) {
+                    Some(Ok(gips)) => gips,
+                    _ if thread_ended(thread.who.pid, thread.who.tid) => {
+                        gone.push(thread.who.tid);
+                        continue;
+                    }
+                    _ => None,
+                },
+                // Threads that beat get their rate, relative to the peak, in observe.
+                Metric::Heartbeat if self.beating.contains(&thread.who.tid) => None,
+                _ => cpu_share,
+            };
+            if let Some(&rate) = rates.get(&thread.who.tid) {
+                measured.beat_rates.push((samples.len(), rate));
+            }
+            samples.push(ThreadSample { key, speed });
+        }
+        for tid in gone {
+            self.forget(tid);
+        }
+        measured
+    }
 }
 
-fn read_children(file: &File) -> Vec<u32> {
-    let mut buf = [0u8; 4096];
-    let n = file.read_at(&mut buf, 0).unwrap_or(0);
-    std::str::from_utf8(&buf[..n])
-        .map(|s| s.split_ascii_whitespace().filter_map(|p| p.parse().ok()).collect())
-        .unwrap_or_default()
+/// Whether thread `tid` of `pid` has ended (its /proc entry is gone).
+fn thread_ended(pid: u32, tid: u32) -> bool {
+    !std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists()
+}
+
+/// The parent of process `pid`, from /proc/PID/stat.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name (field 2) may hold spaces and parentheses: fields after it
+    // start after the last ')'.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// What one period's measurement found besides the samples.
+#[derive(Default)]
+struct Measured {
+    /// (sample index, beats per second) of every thread that beat.
+    beat_rates: Vec<(usize, f64)>,
+    /// Nanoseconds the threads ran (schedstat).
+    ran_ns: u64,
 }
 
 impl Target for LiveProcess {
@@ -270,114 +362,24 @@ impl Target for LiveProcess {
         self.last_observe = Some(now);
 
         let live = self.discover();
-        let live_tids: HashSet<u32> = live.iter().map(|&(_, tid)| tid).collect();
-        let ended: Vec<u32> = self
-            .key_of
-            .keys()
-            .copied()
-            .filter(|tid| !live_tids.contains(tid))
-            .collect();
-        for tid in ended {
-            if let Some(key) = self.key_of.remove(&tid) {
-                self.threads.remove(&key);
-            }
-            self.affinity.forget(tid);
-            *self.generation.entry(tid).or_insert(0) += 1;
-        }
-        for &(pid, tid) in &live {
-            if self.key_of.contains_key(&tid) {
-                continue;
-            }
-            if let Some(thread) = self.admit(pid, tid) {
-                let key = (self.generation.get(&tid).copied().unwrap_or(0) << 32) | u64::from(tid);
-                self.key_of.insert(tid, key);
-                self.threads.insert(key, thread);
-            }
-        }
+        self.sync(&live);
+        self.refresh_names();
+        let measured = self.measure(samples, period_s);
 
-        // Heartbeats are read whatever the metric: they are the guard's
-        // measure of progress where the program beats.
-        let pids: HashSet<u32> = self.threads.values().map(|t| t.who.pid).collect();
-        self.refresh_heartbeats(&pids);
-        let mut beats: HashMap<u32, u64> = HashMap::new();
-        for reader in self.heartbeats.values() {
-            reader.read_into(&mut self.beat_counts);
-            beats.extend(self.beat_counts.iter().copied());
-        }
-
-        let period_ns = period_s * 1e9;
-        let mut gone = Vec::new();
-        let mut beat_rates = Vec::new();
-        let mut ran_ns = 0u64;
-        for (&key, thread) in self.threads.iter_mut() {
-            if thread.age < NAME_PERIODS {
-                thread.age += 1;
-                if let Some(name) = thread_name(thread.who.pid, thread.who.tid) {
-                    thread.who.name = name;
-                }
-            }
-            let cpu_share = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
-                Some(Ok(share)) => {
-                    ran_ns += thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns);
-                    share
-                }
-                Some(Err(_)) => {
-                    gone.push(key);
-                    continue;
-                }
-                None => None,
-            };
-            let beat_rate = beats.get(&thread.who.tid).and_then(|&count| {
-                let rate = thread
-                    .beats
-                    .map(|before| count.saturating_sub(before) as f64 / period_s);
-                thread.beats = Some(count);
-                rate
-            });
-            let speed = match self.metric {
-                Metric::Instructions => match thread.instructions.as_mut().map(|c| c.gips(period_s)) {
-                    Some(Ok(gips)) => gips,
-                    _ => {
-                        gone.push(key);
-                        continue;
-                    }
-                },
-                // Threads that beat get their rate below, relative to the peak.
-                Metric::Heartbeat if beats.contains_key(&thread.who.tid) => None,
-                _ => cpu_share,
-            };
-            if let Some(rate) = beat_rate {
-                beat_rates.push((samples.len(), rate));
-            }
-            samples.push(ThreadSample { key, speed });
-        }
-        // Heartbeat rates become speeds relative to a recent peak rate: the
-        // fastest rate of this period, or the previous peak fading by 1% a
-        // period (so one early burst does not shrink every later speed).
         // Progress for the guard: beats per second where the program beats,
         // instructions per second with counters, else the CPU time it got.
-        self.progress = if !beat_rates.is_empty() {
-            Some(beat_rates.iter().map(|&(_, rate)| rate).sum())
+        let rates: Vec<f64> = measured.beat_rates.iter().map(|&(_, rate)| rate).collect();
+        self.progress = if !rates.is_empty() {
+            Some(rates.iter().sum())
         } else if self.metric == Metric::Instructions {
             Some(samples.iter().filter_map(|s| s.speed).sum())
         } else {
-            Some(ran_ns as f64 / period_ns)
+            Some(measured.ran_ns as f64 / (period_s * 1e9))
         };
         if self.metric == Metric::Heartbeat {
-            let fastest = beat_rates.iter().map(|&(_, rate)| rate).fold(0.0, f64::max);
-            self.max_beat_rate = fastest.max(self.max_beat_rate * BEAT_PEAK_FADE);
-            for (index, rate) in beat_rates {
-                samples[index].speed = (self.max_beat_rate > 0.0).then(|| rate / self.max_beat_rate);
-            }
-        }
-        if !gone.is_empty() {
-            samples.retain(|s| !gone.contains(&s.key));
-            for key in gone {
-                if let Some(thread) = self.threads.remove(&key) {
-                    self.key_of.remove(&thread.who.tid);
-                    self.affinity.forget(thread.who.tid);
-                    *self.generation.entry(thread.who.tid).or_insert(0) += 1;
-                }
+            let speeds = self.heartbeats.relative_speeds(&rates);
+            for (&(index, _), speed) in measured.beat_rates.iter().zip(speeds) {
+                samples[index].speed = speed;
             }
         }
         Ok(())
@@ -388,7 +390,7 @@ impl Target for LiveProcess {
             return Ok(false);
         };
         let tid = thread.who.tid;
-        self.affinity.set(tid, &thread.original, cpus).map_err(|e| {
+        let placed = self.affinity.set(tid, &thread.original, cpus).map_err(|e| {
             EngineError::io(
                 format!(
                     "cannot set the affinity of thread {tid} ({}) to {cpus}",
@@ -396,12 +398,16 @@ impl Target for LiveProcess {
                 ),
                 e,
             )
-        })
+        })?;
+        if placed {
+            self.pinned_processes.insert(thread.who.pid);
+        }
+        Ok(placed)
     }
 
     fn initial_place(&self, key: ThreadKey) -> Option<usize> {
-        let original = &self.threads.get(&key)?.original;
-        self.place_cpus.iter().position(|c| c == original)
+        let found_on = &self.threads.get(&key)?.found_on;
+        self.place_cpus.iter().position(|c| c == found_on)
     }
 
     fn info(&self, key: ThreadKey) -> ThreadInfo {

@@ -1,13 +1,14 @@
-//! Per-thread speed, from one of three sources behind one interface.
+//! Per-thread speed, one object per probe.
 //!
 //! ```text
 //!   every period, per thread:
-//!     cpu          /proc/PID/task/TID/schedstat (fd kept open, pread)
-//!                  speed = Δrun / (Δrun + Δwait)          share of runnable time spent running
-//!     instructions perf_event_open(INSTRUCTIONS, tid)
-//!                  speed = Δinstructions / Δt / 1e9       (GIPS)
-//!     heartbeat    pinlearn-heartbeat channel of the process
-//!                  speed = Δbeats / Δt / (recent peak beats/s), cpu where a thread is silent
+//!     Schedstat     /proc/PID/task/TID/schedstat (fd kept open, pread)
+//!                   speed = Δrun / (Δrun + Δwait)          share of runnable time spent running
+//!     Instructions  perf_event_open(INSTRUCTIONS, tid)
+//!                   speed = Δinstructions / Δt / 1e9       (GIPS)
+//!   every period, per process:
+//!     Heartbeats    the pinlearn-heartbeat channel of each process
+//!                   rate = Δbeats / Δt per beating thread; speed = rate / (recent peak rate)
 //! ```
 //!
 //! Why `run / (run + wait)` and not run time alone: threads that meet at a
@@ -22,9 +23,15 @@
 //! the manager's own CPU time.
 
 use crate::config::Metric;
+use pinlearn_heartbeat::HeartbeatReader;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+
+/// Per-period fading of the peak heartbeat rate speeds are relative to.
+const BEAT_PEAK_FADE: f64 = 0.99;
 
 /// Below this share of the period spent runnable, a thread tells nothing about its place.
 const MIN_RUNNABLE_SHARE: f64 = 0.02;
@@ -109,6 +116,106 @@ impl Instructions {
     }
 }
 
+/// The heartbeat channels of the supervised processes and the last count
+/// of every beating thread.
+#[derive(Default)]
+pub struct Heartbeats {
+    readers: HashMap<u32, HeartbeatReader>,
+    /// Scratch buffer for one channel's (tid, count) pairs.
+    counts: Vec<(u32, u64)>,
+    /// Count at the previous read, by tid.
+    last: HashMap<u32, u64>,
+    /// The peak rate speeds are relative to (fading by 1% a period).
+    peak_rate: f64,
+    /// Processes whose channel is not trusted (not read again).
+    ignored: HashSet<u32>,
+    /// Notes about ignored channels not yet taken.
+    notes: Vec<String>,
+}
+
+impl Heartbeats {
+    /// Opens the channels of `pids` that appeared and drops those of
+    /// processes no longer supervised.
+    pub fn refresh(&mut self, pids: &HashSet<u32>) {
+        self.readers.retain(|pid, _| pids.contains(pid));
+        self.ignored.retain(|pid| pids.contains(pid));
+        for &pid in pids {
+            if self.ignored.contains(&pid) {
+                continue;
+            }
+            if let Entry::Vacant(slot) = self.readers.entry(pid) {
+                match HeartbeatReader::open(pid) {
+                    Ok(Some(reader)) => {
+                        slot.insert(reader);
+                    }
+                    Ok(None) => {}
+                    Err(error) => self.ignore(pid, &error),
+                }
+            }
+        }
+    }
+
+    /// Stops reading the channel of `pid` for as long as the process is
+    /// supervised, with one note saying why.
+    fn ignore(&mut self, pid: u32, error: &pinlearn_heartbeat::HeartbeatError) {
+        self.readers.remove(&pid);
+        if self.ignored.insert(pid) {
+            let note = format!("process {pid}: {error}; its threads are measured without heartbeats");
+            eprintln!("pinlearn: {note}");
+            self.notes.push(note);
+        }
+    }
+
+    /// What was said about channels that were ignored, since the last call.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Beats per second of every thread that beat before and now, by tid;
+    /// `beating` gets every tid found in a channel (including first reads).
+    pub fn rates(&mut self, period_s: f64, beating: &mut HashSet<u32>) -> HashMap<u32, f64> {
+        beating.clear();
+        let mut rates = HashMap::new();
+        let mut untrusted = Vec::new();
+        for (&pid, reader) in self.readers.iter_mut() {
+            if let Err(error) = reader.read_into(&mut self.counts) {
+                untrusted.push((pid, error));
+                continue;
+            }
+            for &(tid, count) in &self.counts {
+                beating.insert(tid);
+                if let Some(before) = self.last.insert(tid, count) {
+                    rates.insert(tid, count.saturating_sub(before) as f64 / period_s);
+                }
+            }
+        }
+        for (pid, error) in untrusted {
+            self.ignore(pid, &error);
+        }
+        // Threads that left every channel are not kept.
+        self.last.retain(|tid, _| beating.contains(tid));
+        rates
+    }
+
+    /// Turns rates into speeds relative to a recent peak: the fastest rate
+    /// of this period, or the previous peak fading by 1% a period (so one
+    /// early burst does not shrink every later speed).
+    pub fn relative_speeds(&mut self, rates: &[f64]) -> Vec<Option<f64>> {
+        let fastest = rates.iter().copied().fold(0.0, f64::max);
+        self.peak_rate = fastest.max(self.peak_rate * BEAT_PEAK_FADE);
+        rates
+            .iter()
+            .map(|&rate| (self.peak_rate > 0.0).then(|| rate / self.peak_rate))
+            .collect()
+    }
+
+    /// Forgets the count of a thread that ended (its tid may come back as
+    /// another thread).
+    pub fn forget(&mut self, tid: u32) {
+        self.last.remove(&tid);
+    }
+}
+
 /// Whether this kernel counts hardware instructions for a thread: `Err`
 /// carries the reason to tell the user once.
 pub fn instructions_supported() -> Result<(), String> {
@@ -171,6 +278,17 @@ mod tests {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         spinner.join().unwrap();
         assert!(share > 0.0 && share <= 1.0, "share {share}");
+    }
+
+    #[test]
+    fn heartbeat_speeds_are_relative_to_a_fading_peak() {
+        let mut beats = Heartbeats::default();
+        assert_eq!(beats.relative_speeds(&[100.0, 50.0]), [Some(1.0), Some(0.5)]);
+        // The peak fades by 1% a period: 99 is now the fastest seen.
+        let speeds = beats.relative_speeds(&[49.5]);
+        assert!((speeds[0].unwrap() - 0.5).abs() < 1e-12, "{speeds:?}");
+        let mut idle = Heartbeats::default();
+        assert_eq!(idle.relative_speeds(&[0.0]), [None]);
     }
 
     #[test]
