@@ -39,6 +39,29 @@ pub enum Command {
     Sim(crate::sim::SimArgs),
     /// Run the papers' experiment matrix on this machine: every scheduler side by side with Linux.
     Bench(crate::bench::BenchArgs),
+    /// Put back the CPU masks a pinlearn that died (kill -9) left on a process, from its journal.
+    Restore(RestoreArgs),
+    /// Started by run and attach: restores the masks if the manager dies.
+    #[command(hide = true)]
+    Watchdog(WatchdogArgs),
+}
+
+/// `pinlearn restore PID`.
+#[derive(Args, Debug)]
+pub struct RestoreArgs {
+    /// The process pinlearn supervised (the PID given to attach, or run's program).
+    pub pid: u32,
+}
+
+/// `pinlearn watchdog` (internal).
+#[derive(Args, Debug)]
+pub struct WatchdogArgs {
+    /// The manager to watch.
+    #[arg(long)]
+    pub manager: u32,
+    /// Its journal of original masks.
+    #[arg(long)]
+    pub journal: std::path::PathBuf,
 }
 
 /// Options shared by `run` and `attach`.

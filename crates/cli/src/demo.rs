@@ -173,6 +173,7 @@ pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
         settings,
         cpus: None,
         trace: None,
+        watchdog: std::env::current_exe().ok(),
     };
     let machine = Topology::detect()
         .map_err(|e| EngineError::io("cannot read the machine topology", std::io::Error::other(e)))?;

@@ -9,6 +9,8 @@
 //!                            ├► load        ─► load.rs (background CPU load generator)
 //!                            ├► sim         ─► pinlearn_sim (the engine on a modelled NUMA machine)
 //!                            ├► bench       ─► pinlearn_bench (the papers' matrix on this machine)
+//!                            ├► restore     ─► the masks a dead manager left (its journal)
+//!                            ├► watchdog    ─► (hidden) started by run/attach, restores if the manager dies
 //!                            └► config      ─► the default settings as TOML
 //!   errors: one line on stderr through failure.rs's Failure; status 2 for bad
 //!   input only, 1 for failures at run time, the program's own status for `run`.
@@ -92,11 +94,76 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Load(args) => load::run(&args).map(|()| 0).map_err(Failure::from),
         Command::Sim(args) => sim::run(&args).map(|()| 0),
         Command::Bench(args) => bench::run(&args).map(|()| 0),
+        Command::Watchdog(args) => watchdog(&args),
+        Command::Restore(args) => restore(&args),
         Command::Config => {
             print!("{}", Settings::default().to_toml());
             Ok(0)
         }
     }
+}
+
+/// `pinlearn watchdog` (started by run and attach, hidden): restores the
+/// journal's masks if the manager dies.
+fn watchdog(args: &args::WatchdogArgs) -> Result<u8, Failure> {
+    match pinlearn_engine::live::restore::watch(args.manager, &args.journal) {
+        Ok(None) => Ok(0),
+        Ok(Some(restored)) => {
+            eprintln!(
+                "pinlearn watchdog: the manager (PID {}) ended without restoring; {} threads restored, {} had ended{}",
+                args.manager,
+                restored.threads,
+                restored.gone,
+                failed_text(&restored)
+            );
+            Ok(u8::from(!restored.failed.is_empty()))
+        }
+        Err(e) => Err(Failure::Runtime(format!(
+            "watchdog: cannot restore from {}: {e}",
+            args.journal.display()
+        ))),
+    }
+}
+
+/// `pinlearn restore PID`: puts back the masks a dead manager left.
+fn restore(args: &args::RestoreArgs) -> Result<u8, Failure> {
+    let path = pinlearn_engine::live::journal_path(args.pid);
+    if !path.exists() {
+        return Err(Failure::BadInput(format!(
+            "nothing to restore for PID {}: no journal at {} (pinlearn removes it once every mask is back)",
+            args.pid,
+            path.display()
+        )));
+    }
+    let restored = pinlearn_engine::live::restore::restore(&path)
+        .map_err(|e| Failure::Runtime(format!("cannot restore from {}: {e}", path.display())))?;
+    println!(
+        "restored {} threads of PID {} ({} had ended){}",
+        restored.threads,
+        args.pid,
+        restored.gone,
+        failed_text(&restored)
+    );
+    if restored.failed.is_empty() {
+        Ok(0)
+    } else {
+        Err(Failure::Runtime(format!(
+            "some masks could not be restored; the journal {} is kept",
+            path.display()
+        )))
+    }
+}
+
+fn failed_text(restored: &pinlearn_engine::live::Restored) -> String {
+    if restored.failed.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = restored
+        .failed
+        .iter()
+        .map(|(tid, why)| format!("{tid}: {why}"))
+        .collect();
+    format!("; could not restore {}", list.join(", "))
 }
 
 /// Settings from defaults, `--config`, then flags.
@@ -117,6 +184,10 @@ fn prepare(common: &CommonArgs, allowed: &pinlearn_topology::CpuSet) -> Result<S
         settings: settings(common)?,
         cpus: common.cpus.clone(),
         trace: common.trace.clone(),
+        watchdog: Some(
+            std::env::current_exe()
+                .map_err(|e| EngineError::io("cannot find the pinlearn binary for its watchdog", e))?,
+        ),
     };
     if let Some(map) = &common.topology_map
         && !map.is_subset(allowed)

@@ -1,5 +1,7 @@
 //! Nothing left behind: the background load and the workload that `demo`
-//! starts end with it, however it ends (SIGKILL, SIGTERM, Ctrl-C).
+//! starts end with it, however it ends (SIGKILL, SIGTERM, Ctrl-C); a
+//! manager killed with SIGKILL has its masks restored by its watchdog, or
+//! by `pinlearn restore PID` when the watchdog is gone too.
 
 mod common;
 
@@ -71,4 +73,97 @@ fn the_demo_load_and_workload_end_with_the_demo_on_every_signal() {
             );
         }
     }
+}
+
+/// A light target and `pinlearn attach --policy static` on it, once the
+/// manager has moved a thread: (target, its masks before, manager).
+fn attached_and_pinned() -> (
+    common::Guard,
+    std::collections::BTreeMap<u32, String>,
+    std::process::Child,
+) {
+    let target = common::light_target(&common::allowed_cpus(), 3);
+    let pid = target.0.id();
+    let before = common::masks(pid);
+    let manager = pinlearn()
+        .args([
+            "attach",
+            "--interval",
+            "20ms",
+            "--policy",
+            "static",
+            "--quiet",
+            &pid.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("attach");
+    wait_until(Duration::from_secs(10), || common::masks(pid) != before);
+    (target, before, manager)
+}
+
+fn sigkill(pid: u32) {
+    // SAFETY: kill(2); the process may already be gone.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+}
+
+#[test]
+fn the_watchdog_restores_every_mask_when_the_manager_is_killed() {
+    let (target, before, mut manager) = attached_and_pinned();
+    let pid = target.0.id();
+    let journal = pinlearn_engine::live::journal_path(pid);
+    assert!(journal.exists(), "the journal is written before the first change");
+    sigkill(manager.id());
+    manager.wait().expect("reap the manager");
+    wait_until(Duration::from_secs(10), || common::masks(pid) == before);
+    wait_until(Duration::from_secs(5), || !journal.exists());
+}
+
+#[test]
+fn restore_puts_back_what_a_killed_manager_and_watchdog_left() {
+    let (target, before, mut manager) = attached_and_pinned();
+    let pid = target.0.id();
+    let watchdog = children_of(manager.id())
+        .into_iter()
+        .find(|&child| command_line(child).contains(" watchdog "))
+        .expect("attach starts a watchdog");
+    sigkill(watchdog);
+    sigkill(manager.id());
+    manager.wait().expect("reap the manager");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_ne!(common::masks(pid), before, "nobody restored: the case `restore` is for");
+
+    let out = common::run(&["restore", &pid.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    assert_eq!(common::masks(pid), before);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("threads of PID {pid}")), "{text}");
+
+    // Nothing left to restore: bad input, exit 2, one line saying why.
+    let again = common::run(&["restore", &pid.to_string()]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        common::stderr(&again).contains("nothing to restore"),
+        "{}",
+        common::stderr(&again)
+    );
+}
+
+#[test]
+fn a_second_manager_on_the_same_process_is_refused() {
+    let (target, before, mut manager) = attached_and_pinned();
+    let pid = target.0.id();
+    let out = common::run(&["attach", "--duration", "1s", &pid.to_string()]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("already managed by pinlearn"),
+        "{}",
+        common::stderr(&out)
+    );
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(manager.id() as libc::pid_t, libc::SIGTERM) };
+    manager.wait().expect("reap the manager");
+    assert_eq!(common::masks(pid), before);
 }

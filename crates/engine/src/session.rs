@@ -27,6 +27,10 @@ pub struct Request {
     pub cpus: Option<CpuSet>,
     /// `--trace FILE`.
     pub trace: Option<PathBuf>,
+    /// The pinlearn binary, to start `pinlearn watchdog` beside a
+    /// supervision (it restores the masks if the manager dies); `None`: no
+    /// watchdog (the journal still allows `pinlearn restore PID`).
+    pub watchdog: Option<PathBuf>,
 }
 
 /// A checked plan for one supervision.
@@ -43,6 +47,7 @@ pub struct Session {
     /// the nodes are real memory nodes.
     pub memory_nodes: Option<Vec<u32>>,
     pub trace: Option<PathBuf>,
+    pub watchdog: Option<PathBuf>,
 }
 
 impl Session {
@@ -98,6 +103,7 @@ impl Session {
             notes,
             memory_nodes,
             trace: request.trace.clone(),
+            watchdog: request.watchdog.clone(),
         })
     }
 

@@ -6,8 +6,10 @@
 //!        ▼  supervise (shared by run and attach), every T_CPU (absolute deadlines, no drift):
 //!   engine.step(LiveProcess) ── between steps, block until the deadline or:
 //!        │                         target ended? --duration over? SIGINT/SIGTERM/SIGHUP?
+//!        │  journal: each original mask written (0600) before its first change; a watchdog
+//!        │  process restores from it if this manager dies (SIGKILL); `pinlearn restore PID`
 //!        ▼  on any way out (also errors and panics, via Drop)
-//!   restore every changed mask ─► flush trace ─► Summary
+//!   restore every changed mask ─► journal removed ─► watchdog stopped ─► flush trace ─► Summary
 //!        │
 //!   run: keep forwarding signals until CMD exits; exit with its status
 //! ```
@@ -22,7 +24,7 @@
 use crate::EngineError;
 use crate::engine::{EndedThreads, Engine, ThreadSummary};
 use crate::events::{Event, Events};
-use crate::live::{LiveProcess, Scope, get_affinity, set_affinity};
+use crate::live::{Journal, LiveProcess, Scope, get_affinity, runtime_dir, set_affinity};
 use crate::session::Session;
 use serde::Serialize;
 use std::os::unix::process::CommandExt;
@@ -289,10 +291,26 @@ fn supervise(
     duration: Option<Duration>,
     mut on_event: impl FnMut(Event) -> Option<Stop>,
 ) -> Result<Summary, EngineError> {
-    let mut target = session.live_target(Scope::process_tree(pid, session.settings.children));
+    let (journal, journal_note) = Journal::create(pid, std::process::id()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => EngineError::bad_input(e.to_string()),
+        _ => EngineError::io(
+            format!(
+                "cannot write the journal of original masks in {}",
+                runtime_dir().display()
+            ),
+            e,
+        ),
+    })?;
+    if let Some(note) = &journal_note {
+        eprintln!("pinlearn: {note}");
+    }
+    let watchdog = start_watchdog(session, journal.path())?;
+    let mut target = session
+        .live_target(Scope::process_tree(pid, session.settings.children))
+        .with_journal(journal);
     let cpu0 = cpu_time(false);
     let end = duration.map(|d| Instant::now() + d);
-    let (stop, wall) = drive(
+    let driven = drive(
         &mut engine,
         &mut target,
         session.settings.interval,
@@ -300,10 +318,37 @@ fn supervise(
             Event::Deadline => end.is_some_and(|end| Instant::now() >= end).then_some(Stop::Duration),
             event => on_event(event),
         },
-    )?;
+    );
+    // Every mask is back (or the journal stays for `pinlearn restore`): the
+    // watchdog has nothing left to guard.
+    if let Some(mut watchdog) = watchdog {
+        let _ = watchdog.kill();
+        let _ = watchdog.wait();
+    }
+    let (stop, wall) = driven?;
     let mut report = summary(session, &engine, stop, wall, cpu_time(false) - cpu0);
+    report.notes.extend(journal_note);
     report.notes.extend(target.take_notes());
     Ok(report)
+}
+
+/// Starts `pinlearn watchdog` for this manager and its journal, if the
+/// session has the binary.
+fn start_watchdog(session: &Session, journal: &std::path::Path) -> Result<Option<Child>, EngineError> {
+    let Some(exe) = &session.watchdog else {
+        return Ok(None);
+    };
+    Command::new(exe)
+        .arg("watchdog")
+        .arg("--manager")
+        .arg(std::process::id().to_string())
+        .arg("--journal")
+        .arg(journal)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map(Some)
+        .map_err(|e| EngineError::io(format!("cannot start the watchdog ({} watchdog)", exe.display()), e))
 }
 
 fn process_alive(pid: u32) -> bool {

@@ -11,6 +11,7 @@
 //! 1024-bit `cpu_set_t` (which `nix::sched::CpuSet` wraps), so machines with
 //! more CPUs work; that is why this calls libc directly.
 
+use super::journal::Journal;
 use pinlearn_topology::CpuSet;
 use std::collections::HashMap;
 use std::io;
@@ -92,16 +93,23 @@ fn is_gone(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ESRCH)
 }
 
-/// The masks pinlearn changed, so they can be put back.
+/// The masks pinlearn changed, so they can be put back, each written to
+/// the journal (when there is one) before the change.
 #[derive(Default)]
 pub struct Affinity {
     originals: HashMap<u32, CpuSet>,
+    journal: Option<Journal>,
 }
 
 impl Affinity {
     /// Moves `tid` to `cpus`, remembering `original` the first time.
     /// `Ok(false)` when the thread no longer exists.
     pub fn set(&mut self, tid: u32, original: &CpuSet, cpus: &CpuSet) -> io::Result<bool> {
+        if !self.originals.contains_key(&tid)
+            && let Some(journal) = &mut self.journal
+        {
+            journal.record(tid, original)?;
+        }
         match set_affinity(tid, cpus) {
             Ok(()) => {
                 self.originals.entry(tid).or_insert_with(|| original.clone());
@@ -118,8 +126,20 @@ impl Affinity {
     /// Remembers `original` for a thread that runs on a mask of pinlearn's
     /// without pinlearn having set it (it inherited its creator's pin), so
     /// that restoring puts `original` back.
-    pub fn adopt(&mut self, tid: u32, original: &CpuSet) {
+    pub fn adopt(&mut self, tid: u32, original: &CpuSet) -> io::Result<()> {
+        if !self.originals.contains_key(&tid)
+            && let Some(journal) = &mut self.journal
+        {
+            journal.record(tid, original)?;
+        }
         self.originals.entry(tid).or_insert_with(|| original.clone());
+        Ok(())
+    }
+
+    /// Writes every original mask to `journal` before changing it.
+    pub fn with_journal(mut self, journal: Journal) -> Self {
+        self.journal = Some(journal);
+        self
     }
 
     /// Forgets a thread that has ended.
@@ -141,6 +161,16 @@ impl Affinity {
                 && !is_gone(&e)
             {
                 failures.push((tid, e));
+            }
+        }
+        // With every mask back the journal has served; with a failure it
+        // stays for `pinlearn restore`.
+        if failures.is_empty()
+            && let Some(journal) = self.journal.take()
+        {
+            let path = journal.path().to_path_buf();
+            if let Err(e) = journal.finish() {
+                eprintln!("pinlearn: could not remove the journal {}: {e}", path.display());
             }
         }
         failures

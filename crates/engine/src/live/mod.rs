@@ -21,12 +21,18 @@
 
 mod affinity;
 mod helper;
+mod journal;
 mod memory;
 mod probe;
 mod tasks;
 
 pub use affinity::{Affinity, AffinityMask, get_affinity, set_affinity};
 pub use helper::end_with_caller;
+pub use journal::{Journal, Restored, journal_path, runtime_dir};
+/// Restoring from a journal, and the watchdog that does it when the manager dies.
+pub mod restore {
+    pub use super::journal::{restore, watch};
+}
 pub use memory::current_thread_stack;
 pub use probe::{instructions_supported, resolve_metric};
 pub use tasks::{Scan, TaskWatcher, thread_name};
@@ -149,6 +155,12 @@ impl LiveProcess {
         self
     }
 
+    /// Writes every original mask to `journal` before changing it.
+    pub fn with_journal(mut self, journal: Journal) -> Self {
+        self.affinity = std::mem::take(&mut self.affinity).with_journal(journal);
+        self
+    }
+
     /// What was said during the run (channels ignored, ...), once each.
     pub fn take_notes(&mut self) -> Vec<String> {
         self.heartbeats.take_notes()
@@ -201,8 +213,9 @@ impl LiveProcess {
         };
         if original != found_on {
             // It inherited a pin of pinlearn's: restore it even if
-            // pinlearn never moves it.
-            self.affinity.adopt(tid, &original);
+            // pinlearn never moves it. A journal that cannot be written
+            // leaves it as it is: the next period tries again.
+            self.affinity.adopt(tid, &original).ok()?;
         }
         Some(LiveThread {
             who: ThreadInfo { pid, tid, name },
