@@ -358,3 +358,98 @@ fn a_process_started_by_a_pinned_thread_gets_the_original_mask_back() {
         nix::sys::signal::Signal::SIGKILL,
     );
 }
+
+#[test]
+fn the_os_policy_keeps_the_masks_programs_gave_their_threads() {
+    // The target's spinners pin themselves (like OpenMP with OMP_PROC_BIND):
+    // "leave it to the OS" must not widen them.
+    let all = allowed_cpus();
+    let target = light_target(&all, 3);
+    let pid = target.0.id();
+    let before = masks(pid);
+    let manager = pinlearn()
+        .args([
+            "attach",
+            "--json",
+            "-",
+            "--interval",
+            "20ms",
+            "--policy",
+            "os",
+            &pid.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("attach");
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(masks(pid), before, "a mask changed under --policy os");
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(manager.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = manager.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert_eq!(summary["repins"], 0, "{summary}");
+    assert_eq!(masks(pid), before);
+}
+
+#[test]
+fn a_thread_whose_mask_someone_else_changes_is_left_alone() {
+    let all = allowed_cpus();
+    let target = light_target(&all, 3);
+    let pid = target.0.id();
+    let before = masks(pid);
+    let manager = pinlearn()
+        .args([
+            "attach",
+            "--json",
+            "-",
+            "--interval",
+            "20ms",
+            "--policy",
+            "static",
+            &pid.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("attach");
+    wait_until(Duration::from_secs(10), || masks(pid) != before);
+    // The program (here: this test, as taskset would) moves one of its threads.
+    let (&spinner, _) = before.iter().find(|&(&tid, _)| tid != pid).expect("a spinner thread");
+    let chosen = pinlearn_topology::CpuSet::parse_list(&all).expect("own mask");
+    pinlearn_engine::live::set_affinity(spinner, &chosen).expect("set the spinner's mask");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(masks(pid)[&spinner], all, "pinlearn fought the program's own choice");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(manager.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = manager.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after = masks(pid);
+    assert_eq!(
+        after[&spinner], all,
+        "the program's choice is kept at the end, not restored over"
+    );
+    for (tid, mask) in &before {
+        if *tid != spinner {
+            assert_eq!(&after[tid], mask, "thread {tid} is restored");
+        }
+    }
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("changed its own CPU mask"), "{summary}");
+    assert_eq!(
+        stderr(&out).matches("changed its own CPU mask").count(),
+        1,
+        "said once: {}",
+        stderr(&out)
+    );
+}

@@ -14,6 +14,7 @@
 //! policy = "learn"         # learn | static | os
 //! seed = 1
 //! children = true          # also supervise descendant processes
+//! follow_program_affinity = true  # a thread whose program changes its mask is left alone
 //! memory_binding = 0.5     # optional: memory follows half of a process's threads
 //! [learn]
 //! objective = "balanced:1" # mean | balanced[:GAMMA] | own
@@ -100,6 +101,10 @@ pub struct Settings {
     pub seed: u64,
     /// Supervise the target's descendant processes too.
     pub children: bool,
+    /// A thread whose mask changes during the run by someone else than
+    /// pinlearn (its own program, an MPI launcher, taskset) is left alone
+    /// from then on, with one note; `false`: pinlearn keeps placing it.
+    pub follow_program_affinity: bool,
     /// Move a process's memory to the node where this share of its threads
     /// runs (paper 002 §5.2's zeta, in [0, 1]); off when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -118,6 +123,7 @@ impl Default for Settings {
             policy: PolicyChoice::Learn,
             seed: 1,
             children: true,
+            follow_program_affinity: true,
             memory_binding: None,
             levels: crate::levels::two_level(),
             learn: LearnConfig::default(),

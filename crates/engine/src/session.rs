@@ -134,7 +134,8 @@ impl Session {
             self.metric,
             self.places.cpus.clone(),
             self.settings.interval.as_secs_f64(),
-        );
+        )
+        .following_program_affinity(self.settings.follow_program_affinity);
         match &self.memory_nodes {
             Some(nodes) => target.with_memory_nodes(nodes.clone()),
             None => target,

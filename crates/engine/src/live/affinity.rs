@@ -136,6 +136,38 @@ impl Affinity {
         Ok(())
     }
 
+    /// Puts back the original mask of `tid` now, if pinlearn changed it
+    /// (the thread then counts as unchanged).
+    pub fn put_back(&mut self, tid: u32) -> io::Result<()> {
+        let Some(original) = self.originals.get(&tid) else {
+            return Ok(());
+        };
+        match set_affinity(tid, original) {
+            Ok(()) => {
+                self.release(tid);
+                Ok(())
+            }
+            Err(e) if is_gone(&e) => {
+                self.originals.remove(&tid);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Stops answering for the mask of `tid`: it is not restored at the
+    /// end (its program chose its mask, or it has its original back). The
+    /// journal says so too.
+    pub fn release(&mut self, tid: u32) {
+        if self.originals.remove(&tid).is_some()
+            && let Some(journal) = &mut self.journal
+        {
+            // A journal that cannot say so restores this thread to its
+            // original after a crash: the lesser harm.
+            let _ = journal.forget(tid);
+        }
+    }
+
     /// Writes every original mask to `journal` before changing it.
     pub fn with_journal(mut self, journal: Journal) -> Self {
         self.journal = Some(journal);
@@ -191,13 +223,8 @@ mod tests {
 
     #[test]
     fn set_then_restore_puts_the_original_mask_back() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let worker = std::thread::spawn(move || {
-            tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
-            done_rx.recv().ok();
-        });
-        let tid = rx.recv().unwrap();
+        let worker = super::super::test_thread::ParkedThread::start();
+        let tid = worker.tid;
         let original = get_affinity(tid).unwrap();
         let first = CpuSet::from_iter([original.iter().next().unwrap()]);
         let mut affinity = Affinity::default();
@@ -206,8 +233,7 @@ mod tests {
         assert_eq!(affinity.changed(), 1);
         assert!(affinity.restore_all().is_empty());
         assert_eq!(get_affinity(tid).unwrap(), original);
-        done_tx.send(()).unwrap();
-        worker.join().unwrap();
+        worker.finish();
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //!        │  (a journal left by a manager that died is restored first)
 //!   record(tid, original)     one line "TID START_TICKS CPULIST", written before the first change
 //!        │                    of that thread's mask
+//!   forget(tid)               "TID forget": its mask is its own again (restored, or chosen by its
+//!        │                    program); the journal is rewritten when mostly such lines
 //!   finish()                  every mask restored: the file is removed
 //!
 //!   restore(path)             manager gone: every thread still alive with the same start time
@@ -55,7 +57,16 @@ pub fn start_ticks(tid: u32) -> Option<u64> {
 pub struct Journal {
     path: PathBuf,
     file: File,
+    header: String,
+    /// Threads whose original is in the journal and not forgotten.
+    live: std::collections::HashMap<u32, (u64, CpuSet)>,
+    /// Lines written since the file was last rewritten.
+    lines: usize,
 }
+
+/// A journal is rewritten with only its live entries once it holds this
+/// many lines and four times as many as live entries (thread churn).
+const COMPACT_AT: usize = 1024;
 
 /// What restoring a journal did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -113,8 +124,16 @@ impl Journal {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)?;
-        file.write_all(format!("{HEADER} manager={manager} target={target}\n").as_bytes())?;
-        Ok((Journal { path, file }, note))
+        let header = format!("{HEADER} manager={manager} target={target}\n");
+        file.write_all(header.as_bytes())?;
+        let journal = Journal {
+            path,
+            file,
+            header,
+            live: std::collections::HashMap::new(),
+            lines: 0,
+        };
+        Ok((journal, note))
     }
 
     /// The journal file.
@@ -126,7 +145,45 @@ impl Journal {
     /// changes it (one write, before the change).
     pub fn record(&mut self, tid: u32, original: &CpuSet) -> io::Result<()> {
         let ticks = start_ticks(tid).unwrap_or(0);
-        self.file.write_all(format!("{tid} {ticks} {original}\n").as_bytes())
+        self.file.write_all(format!("{tid} {ticks} {original}\n").as_bytes())?;
+        self.live.insert(tid, (ticks, original.clone()));
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Writes down that thread `tid`'s mask is no longer pinlearn's to restore.
+    pub fn forget(&mut self, tid: u32) -> io::Result<()> {
+        if self.live.remove(&tid).is_none() {
+            return Ok(());
+        }
+        self.file.write_all(format!("{tid} forget\n").as_bytes())?;
+        self.lines += 1;
+        if self.lines >= COMPACT_AT && self.lines >= 4 * self.live.len() {
+            self.compact()?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the journal with its live entries only (a new file renamed
+    /// over the old one, so a crash leaves one or the other).
+    fn compact(&mut self) -> io::Result<()> {
+        let fresh = self.path.with_extension("new");
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&fresh)?;
+        let mut text = self.header.clone();
+        for (tid, (ticks, original)) in &self.live {
+            text += &format!("{tid} {ticks} {original}\n");
+        }
+        file.write_all(text.as_bytes())?;
+        std::fs::rename(&fresh, &self.path)?;
+        self.file = OpenOptions::new().append(true).open(&self.path)?;
+        self.lines = self.live.len();
+        Ok(())
     }
 
     /// Every mask is back: the journal is no longer needed.
@@ -160,8 +217,14 @@ pub fn read(path: &Path) -> io::Result<(u32, Vec<Entry>)> {
         .and_then(|rest| rest.split_whitespace().find_map(|field| field.strip_prefix("manager=")))
         .and_then(|pid| pid.parse().ok())
         .ok_or_else(|| bad("not a pinlearn journal"))?;
-    let mut entries = Vec::new();
+    // In order: the first entry of a thread is its original; "forget"
+    // drops it (a later entry starts again).
+    let mut entries: Vec<Entry> = Vec::new();
     for line in lines {
+        if let Some(tid) = line.strip_suffix(" forget").and_then(|tid| tid.parse::<u32>().ok()) {
+            entries.retain(|(known, _, _)| *known != tid);
+            continue;
+        }
         let mut fields = line.split_whitespace();
         let (Some(tid), Some(ticks), Some(cpus), None) = (fields.next(), fields.next(), fields.next(), fields.next())
         else {
@@ -171,7 +234,9 @@ pub fn read(path: &Path) -> io::Result<(u32, Vec<Entry>)> {
         let (Ok(tid), Ok(ticks), Ok(cpus)) = (tid.parse(), ticks.parse(), CpuSet::parse_list(cpus)) else {
             continue;
         };
-        entries.push((tid, ticks, cpus));
+        if !entries.iter().any(|(known, _, _)| *known == tid) {
+            entries.push((tid, ticks, cpus));
+        }
     }
     Ok((manager, entries))
 }
@@ -246,13 +311,8 @@ mod tests {
 
     #[test]
     fn a_journal_restores_a_thread_and_skips_a_reused_tid() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let worker = std::thread::spawn(move || {
-            tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
-            done_rx.recv().ok();
-        });
-        let tid = rx.recv().unwrap();
+        let worker = super::super::test_thread::ParkedThread::start();
+        let tid = worker.tid;
         let original = super::super::get_affinity(tid).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal");
@@ -269,8 +329,41 @@ mod tests {
         assert_eq!(restored.threads, 1, "{restored:?}");
         assert_eq!(restored.gone, 1, "the tid that is not alive (or reused) is left alone");
         assert!(!path.exists(), "a restored journal is removed");
-        done_tx.send(()).unwrap();
-        worker.join().unwrap();
+        worker.finish();
+    }
+
+    #[test]
+    fn forgotten_threads_are_not_restored_and_churn_compacts_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal");
+        let file = OpenOptions::new().append(true).create(true).open(&path).unwrap();
+        let header = format!("{HEADER} manager=1 target=1\n");
+        std::fs::write(&path, &header).unwrap();
+        let mut journal = Journal {
+            path: path.clone(),
+            file,
+            header,
+            live: std::collections::HashMap::new(),
+            lines: 0,
+        };
+        let cpus = CpuSet::from_iter([0]);
+        // 3000 short threads (tids that do not exist: start ticks 0), each
+        // recorded and forgotten, and one that stays.
+        const STAYS: u32 = 4_000_000_000; // above any pid_max: no such thread
+        journal.record(STAYS, &cpus).unwrap();
+        for tid in STAYS + 1..STAYS + 3001 {
+            journal.record(tid, &cpus).unwrap();
+            journal.forget(tid).unwrap();
+        }
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        assert!(lines < COMPACT_AT + 2, "the journal was compacted: {lines} lines");
+        let (_, entries) = read(&path).unwrap();
+        assert_eq!(entries, vec![(STAYS, 0, cpus.clone())]);
+        // A thread forgotten and then pinned again is restored to its newer original.
+        journal.forget(STAYS).unwrap();
+        journal.record(STAYS, &CpuSet::from_iter([1])).unwrap();
+        let (_, entries) = read(&path).unwrap();
+        assert_eq!(entries, vec![(STAYS, 0, CpuSet::from_iter([1]))]);
     }
 
     #[test]

@@ -25,6 +25,8 @@ mod journal;
 mod memory;
 mod probe;
 mod tasks;
+#[cfg(test)]
+mod test_thread;
 
 pub use affinity::{Affinity, AffinityMask, get_affinity, set_affinity};
 pub use helper::end_with_caller;
@@ -86,8 +88,13 @@ struct LiveThread {
     /// for a thread that inherited a pin of pinlearn's from its creator,
     /// the mask its process had before pinlearn.
     original: CpuSet,
-    /// The mask the thread had when first seen (where it runs now).
+    /// The mask the thread had when first seen.
     found_on: CpuSet,
+    /// The mask it has unless someone else than pinlearn changed it: the
+    /// one it was found on, then the last one pinlearn gave it.
+    expected: CpuSet,
+    /// Its program changed its mask: no longer measured or placed.
+    left_to_program: bool,
     schedstat: Option<Schedstat>,
     instructions: Option<Instructions>,
     /// Periods since the thread was first seen.
@@ -112,6 +119,12 @@ pub struct LiveProcess {
     process_original: HashMap<u32, CpuSet>,
     /// Processes with a thread pinlearn has moved.
     pinned_processes: HashSet<u32>,
+    /// The index of the place spanning every allowed CPU (the OS's place).
+    whole_place: Option<usize>,
+    /// Leave alone a thread whose mask someone else changes.
+    follow_program_affinity: bool,
+    /// Notes not yet taken (threads left to their program, ...).
+    notes: Vec<String>,
     tasks: TaskWatcher,
     heartbeats: Heartbeats,
     /// Tids found in a heartbeat channel this period (scratch).
@@ -128,6 +141,8 @@ impl LiveProcess {
     /// `metric` must already be resolved (not `Auto`); `place_cpus` are the
     /// CPU sets of the layout's places; `period_s` the nominal period.
     pub fn new(scope: Scope, metric: Metric, place_cpus: Vec<CpuSet>, period_s: f64) -> Self {
+        let all = place_cpus.iter().fold(CpuSet::new(), |union, cpus| union.union(cpus));
+        let whole_place = place_cpus.iter().position(|cpus| *cpus == all);
         LiveProcess {
             // Attached to an ancestor of pinlearn, never watch pinlearn.
             tasks: TaskWatcher::new(scope.root, scope.children).skipping(std::process::id()),
@@ -140,6 +155,9 @@ impl LiveProcess {
             affinity: Affinity::default(),
             process_original: HashMap::new(),
             pinned_processes: HashSet::new(),
+            whole_place,
+            follow_program_affinity: true,
+            notes: Vec::new(),
             heartbeats: Heartbeats::default(),
             beating: HashSet::new(),
             progress: None,
@@ -161,9 +179,47 @@ impl LiveProcess {
         self
     }
 
-    /// What was said during the run (channels ignored, ...), once each.
+    /// Whether a thread whose mask someone else changes is left alone
+    /// (the default) or placed on regardless.
+    pub fn following_program_affinity(mut self, follow: bool) -> Self {
+        self.follow_program_affinity = follow;
+        self
+    }
+
+    /// What was said during the run (channels ignored, threads left to
+    /// their program, ...), once each.
     pub fn take_notes(&mut self) -> Vec<String> {
-        self.heartbeats.take_notes()
+        let mut notes = std::mem::take(&mut self.notes);
+        notes.extend(self.heartbeats.take_notes());
+        notes
+    }
+
+    /// Threads whose mask someone else than pinlearn changed since the
+    /// last period: left to their program from now on (not measured, not
+    /// placed, not restored), each with one note.
+    fn follow_programs(&mut self) {
+        if !self.follow_program_affinity {
+            return;
+        }
+        let mut left = Vec::new();
+        for thread in self.threads.values_mut().filter(|thread| !thread.left_to_program) {
+            let Ok(now) = get_affinity(thread.who.tid) else {
+                continue; // ended: measure() finds out
+            };
+            if now != thread.expected {
+                thread.left_to_program = true;
+                left.push((thread.who.clone(), thread.expected.clone(), now));
+            }
+        }
+        for (who, expected, now) in left {
+            self.affinity.release(who.tid);
+            let note = format!(
+                "thread {} ({}) of process {} changed its own CPU mask ({expected} -> {now}); pinlearn leaves it alone from now on (follow_program_affinity = false keeps placing it)",
+                who.tid, who.name, who.pid
+            );
+            eprintln!("pinlearn: {note}");
+            self.notes.push(note);
+        }
     }
 
     /// Puts back the original mask of every thread pinlearn moved.
@@ -220,6 +276,8 @@ impl LiveProcess {
         Some(LiveThread {
             who: ThreadInfo { pid, tid, name },
             original,
+            expected: found_on.clone(),
+            left_to_program: false,
             found_on,
             schedstat,
             instructions,
@@ -305,7 +363,7 @@ impl LiveProcess {
         let period_ns = period_s * 1e9;
         let mut measured = Measured::default();
         let mut gone = Vec::new();
-        for (&key, thread) in self.threads.iter_mut() {
+        for (&key, thread) in self.threads.iter_mut().filter(|(_, thread)| !thread.left_to_program) {
             let cpu_share = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
                 Some(Ok(share)) => {
                     measured.ran_ns += thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns);
@@ -376,6 +434,7 @@ impl Target for LiveProcess {
 
         let live = self.discover();
         self.sync(&live);
+        self.follow_programs();
         self.refresh_names();
         let measured = self.measure(samples, period_s);
 
@@ -398,29 +457,60 @@ impl Target for LiveProcess {
         Ok(())
     }
 
-    fn place(&mut self, key: ThreadKey, _place: usize, cpus: &CpuSet) -> Result<bool, EngineError> {
+    /// The OS's place (every allowed CPU) means the thread's own mask: the
+    /// one it had, or its program gave it, never a wider one; only a mask
+    /// reaching outside the allowed CPUs is cut down to them.
+    fn place(&mut self, key: ThreadKey, place: usize, cpus: &CpuSet) -> Result<bool, EngineError> {
         let Some(thread) = self.threads.get(&key) else {
             return Ok(false);
         };
+        if thread.left_to_program {
+            return Ok(false);
+        }
         let tid = thread.who.tid;
-        let placed = self.affinity.set(tid, &thread.original, cpus).map_err(|e| {
+        let target = if Some(place) == self.whole_place {
+            let own = thread.original.intersection(cpus);
+            if own.is_empty() {
+                // Its own mask lies outside the allowed CPUs: leave it.
+                return Ok(false);
+            }
+            own
+        } else {
+            cpus.clone()
+        };
+        let placed = if target == thread.original {
+            self.affinity.put_back(tid).map(|()| true)
+        } else {
+            self.affinity.set(tid, &thread.original, &target)
+        }
+        .map_err(|e| {
             EngineError::io(
                 format!(
-                    "cannot set the affinity of thread {tid} ({}) to {cpus}",
+                    "cannot set the affinity of thread {tid} ({}) to {target}",
                     thread.who.name
                 ),
                 e,
             )
         })?;
+        let pid = thread.who.pid;
         if placed {
-            self.pinned_processes.insert(thread.who.pid);
+            if let Some(thread) = self.threads.get_mut(&key) {
+                thread.expected = target;
+            }
+            self.pinned_processes.insert(pid);
         }
         Ok(placed)
     }
 
+    /// A thread on its own mask (within the allowed CPUs) is on the OS's
+    /// place; one on an inherited pin of pinlearn's is on that place.
     fn initial_place(&self, key: ThreadKey) -> Option<usize> {
-        let found_on = &self.threads.get(&key)?.found_on;
-        self.place_cpus.iter().position(|c| c == found_on)
+        let thread = self.threads.get(&key)?;
+        let allowed = self.whole_place.map(|whole| &self.place_cpus[whole]);
+        if thread.found_on == thread.original && allowed.is_some_and(|all| thread.original.is_subset(all)) {
+            return self.whole_place;
+        }
+        self.place_cpus.iter().position(|c| *c == thread.found_on)
     }
 
     fn info(&self, key: ThreadKey) -> ThreadInfo {
