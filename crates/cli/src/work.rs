@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use pinlearn_workloads::{SyncMode, Work, Workload, aco, binpack, blackscholes, pipeline, stream, swaptions};
+use pinlearn_workloads::{SyncMode, Work, Workload, aco, binpack, blackscholes, churn, pipeline, stream, swaptions};
 
 use crate::args::parse_duration;
 
@@ -50,6 +50,8 @@ pub enum WorkloadArgs {
     Swaptions(SwaptionsArgs),
     /// Bin packing of Scholl et al. instances by parallel local search
     Binpack(BinpackArgs),
+    /// A short-lived thread started for every task (the manager's stress case)
+    Churn(ChurnArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -91,6 +93,22 @@ pub struct PipelineArgs {
     /// Mixing rounds applied to each item per unit of stage weight
     #[arg(long, default_value_t = pipeline::Options::default().rounds)]
     pub rounds: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ChurnArgs {
+    /// Threads started per second, over all spawners
+    #[arg(long, default_value_t = churn::Options::default().rate)]
+    pub rate: f64,
+    /// How long to keep starting threads
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// How long each short-lived thread spins
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "100us")]
+    pub work: Duration,
+    /// How long each short-lived thread then sleeps before it ends
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "0s")]
+    pub linger: Duration,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -195,6 +213,12 @@ impl WorkArgs {
                 swaptions: a.swaptions,
                 simulations: a.simulations,
             }),
+            WorkloadArgs::Churn(a) => Workload::Churn(churn::Options {
+                rate: a.rate,
+                duration: a.duration,
+                work: a.work,
+                linger: a.linger,
+            }),
             WorkloadArgs::Binpack(a) => Workload::Binpack(binpack::Options {
                 instance: a.instance.clone(),
                 duration: a.duration,
@@ -242,13 +266,14 @@ mod tests {
 
     #[test]
     fn defaults_are_the_librarys() {
-        let cases: [(&str, Workload); 6] = [
+        let cases: [(&str, Workload); 7] = [
             ("aco", Workload::Aco(aco::Options::default())),
             ("pipeline", Workload::Pipeline(pipeline::Options::default())),
             ("stream", Workload::Stream(stream::Options::default())),
             ("blackscholes", Workload::Blackscholes(blackscholes::Options::default())),
             ("swaptions", Workload::Swaptions(swaptions::Options::default())),
             ("binpack", Workload::Binpack(binpack::Options::default())),
+            ("churn", Workload::Churn(churn::Options::default())),
         ];
         for (name, expected) in cases {
             let work = parse(&[name]).expect(name);

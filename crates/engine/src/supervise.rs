@@ -51,6 +51,8 @@ pub struct Summary {
     pub manager_cpu_s: f64,
     /// Manager CPU time as a share of one core over the run, in percent.
     pub manager_cpu_pct: f64,
+    /// The manager's peak resident memory (KiB), from getrusage.
+    pub manager_max_rss_kib: u64,
     /// Why supervision ended: `target-exited`, `duration`, `signal SIGINT`, `stopped`.
     pub ended_by: String,
     /// The learner's do-no-harm guard: periods it left to the OS, switches.
@@ -83,8 +85,13 @@ impl Summary {
             self.policy, self.cpus, self.metric, self.wall_s, self.periods, self.interval_ms
         );
         out += &format!(
-            "threads seen {}, re-pins {}, manager CPU {:.3} s ({:.2}% of one core), ended by {}\n",
-            self.threads_seen, self.repins, self.manager_cpu_s, self.manager_cpu_pct, self.ended_by
+            "threads seen {}, re-pins {}, manager CPU {:.3} s ({:.2}% of one core), memory {} MiB, ended by {}\n",
+            self.threads_seen,
+            self.repins,
+            self.manager_cpu_s,
+            self.manager_cpu_pct,
+            self.manager_max_rss_kib / 1024,
+            self.ended_by
         );
         if let Some(guard) = &self.guard {
             out += &format!(
@@ -147,6 +154,17 @@ pub fn cpu_time(thread_only: bool) -> Duration {
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Peak resident memory of this process in KiB.
+pub fn max_rss_kib() -> u64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    u64::try_from(usage.ru_maxrss).unwrap_or(0)
 }
 
 /// Why a supervision loop stopped.
@@ -236,6 +254,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, stop: Stop, wall: Dura
         memory_moves: engine.memory_moves(),
         manager_cpu_s: cpu.as_secs_f64(),
         manager_cpu_pct: 100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9),
+        manager_max_rss_kib: max_rss_kib(),
         ended_by: stop.describe(),
         guard: engine.guard_stats().map(|g| GuardSummary {
             os_share: g.os_share(),

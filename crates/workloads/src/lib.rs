@@ -25,6 +25,7 @@
 //! | `blackscholes` | PARSEC blackscholes, data-parallel pricing (paper 000 "BLA") | PARSEC optionData |
 //! | `swaptions` | PARSEC swaptions, Monte Carlo HJM (paper 000 "SWA") | PARSEC presets |
 //! | `binpack` | parallel bin-packing search | Scholl et al. sets 1-3 |
+//! | `churn` | a thread started for every task (the manager's stress case) | none |
 //!
 //! Each workload's module doc says what it models, its options and its data.
 
@@ -32,6 +33,7 @@ pub mod aco;
 pub mod barrier;
 pub mod binpack;
 pub mod blackscholes;
+pub mod churn;
 pub mod common;
 pub mod orlib;
 pub mod pipeline;
@@ -66,6 +68,7 @@ pub enum Workload {
     Blackscholes(blackscholes::Options),
     Swaptions(swaptions::Options),
     Binpack(binpack::Options),
+    Churn(churn::Options),
 }
 
 impl Workload {
@@ -78,6 +81,7 @@ impl Workload {
             Workload::Blackscholes(_) => "blackscholes",
             Workload::Swaptions(_) => "swaptions",
             Workload::Binpack(_) => "binpack",
+            Workload::Churn(_) => "churn",
         }
     }
 }
@@ -112,6 +116,7 @@ pub fn run(cmd: &Work) -> Result<Value, WorkError> {
         Workload::Blackscholes(opts) => to_fields(blackscholes::run(opts, &common)?),
         Workload::Swaptions(opts) => to_fields(swaptions::run(opts, &common)?),
         Workload::Binpack(opts) => to_fields(binpack::run(opts, &common)?),
+        Workload::Churn(opts) => to_fields(churn::run(opts, &common)?),
     };
     let wall_s = started.elapsed().as_secs_f64();
     let mut result = Map::new();
