@@ -404,6 +404,38 @@ fn run_colony(instance: &WtInstance, opts: &Options, common: &Common) -> Result<
     Ok((trail.global_best, trail.found_at_iteration))
 }
 
+/// Checks the result of a run: the best order is a permutation of the
+/// jobs, its tardiness is what was reported, and it does not beat a proven
+/// optimum.
+fn verify(instance: &WtInstance, best: &Found, known: u64, proven: bool) -> Result<(), WorkError> {
+    let mut seen = vec![false; instance.jobs()];
+    for &job in &best.order {
+        if job >= seen.len() || std::mem::replace(&mut seen[job], true) {
+            return Err(WorkError::WrongResult(format!(
+                "the best schedule is not a permutation of the {} jobs",
+                instance.jobs()
+            )));
+        }
+    }
+    if seen.iter().any(|&s| !s) {
+        return Err(WorkError::WrongResult("the best schedule misses a job".into()));
+    }
+    let recomputed = total_weighted_tardiness(instance, &best.order);
+    if recomputed != best.tardiness {
+        return Err(WorkError::WrongResult(format!(
+            "the best schedule's tardiness is {recomputed}, {} was reported",
+            best.tardiness
+        )));
+    }
+    if proven && best.tardiness < known {
+        return Err(WorkError::WrongResult(format!(
+            "tardiness {} beats the proven optimum {known}",
+            best.tardiness
+        )));
+    }
+    Ok(())
+}
+
 /// Runs the aco workload.
 pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
     if opts.ants == 0 || opts.iterations == 0 {
@@ -416,6 +448,7 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
     );
     let (best, found_at_iteration) = run_colony(&instance, opts, common)?;
     common.finish();
+    verify(&instance, &best, known.value, known.proven_optimal)?;
     let gap_pct = match (known.value, best.tardiness) {
         (0, 0) => Some(0.0),
         (0, _) => None,
@@ -439,6 +472,27 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wrong_result_is_refused() {
+        let (instance, known) = orlib::load("wt40:1").expect("embedded instance");
+        let order: Vec<usize> = (0..instance.jobs()).collect();
+        let tardiness = total_weighted_tardiness(&instance, &order);
+        let found = |order: Vec<usize>, tardiness| Found {
+            tardiness,
+            ant: 0,
+            order,
+        };
+        assert!(verify(&instance, &found(order.clone(), tardiness), known.value, false).is_ok());
+        let mut repeated = order.clone();
+        repeated[1] = repeated[0];
+        let error = verify(&instance, &found(repeated, tardiness), known.value, false).unwrap_err();
+        assert!(error.to_string().contains("not a permutation"), "{error}");
+        let error = verify(&instance, &found(order.clone(), tardiness + 1), known.value, false).unwrap_err();
+        assert!(error.to_string().contains("was reported"), "{error}");
+        let error = verify(&instance, &found(order, tardiness), tardiness + 1, true).unwrap_err();
+        assert!(error.to_string().contains("beats the proven optimum"), "{error}");
+    }
     use proptest::prelude::*;
 
     fn options(instance: &str, ants: usize, iterations: usize, sync: SyncMode) -> Options {

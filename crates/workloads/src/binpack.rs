@@ -293,6 +293,17 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
     common.finish();
 
     let candidates = state.cycles * pool_size as u64;
+    if !state.best.is_valid(&inst) {
+        return Err(WorkError::WrongResult(
+            "the best packing does not hold every item exactly once within capacity".into(),
+        ));
+    }
+    if (state.best.bin_count() as u64) < lower_bound {
+        return Err(WorkError::WrongResult(format!(
+            "{} bins is below the L2 lower bound {lower_bound}",
+            state.best.bin_count()
+        )));
+    }
     Ok(Report {
         instance: inst.name.clone(),
         items: inst.sizes.len(),

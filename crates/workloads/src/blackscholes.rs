@@ -359,6 +359,12 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
         .zip(&portfolio.reference)
         .map(|(price, reference)| (price - reference).abs())
         .fold(0.0, f64::max);
+    // PARSEC's ERR_CHK tolerance; NaN fails too.
+    if max_abs_error.is_nan() || max_abs_error > 1e-4 {
+        return Err(WorkError::WrongResult(format!(
+            "a price differs from its reference by {max_abs_error:e} (PARSEC allows 1e-4)"
+        )));
+    }
     Ok(Report {
         options: count,
         runs: opts.runs,

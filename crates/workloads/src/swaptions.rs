@@ -486,6 +486,17 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
     common.finish();
 
     let prices = per_thread.concat();
+    // A swaption's price is the mean of discounted payoffs max(.., 0): never
+    // negative, never NaN; so is its standard error.
+    if let Some(bad) = prices
+        .iter()
+        .find(|p| !(p.price.is_finite() && p.price >= 0.0 && p.std_error.is_finite() && p.std_error >= 0.0))
+    {
+        return Err(WorkError::WrongResult(format!(
+            "swaption (strike {}, {} years) priced {} with standard error {}",
+            bad.strike, bad.years, bad.price, bad.std_error
+        )));
+    }
     let mean_price = prices.iter().map(|p| p.price).sum::<f64>() / count as f64;
     Ok(Report {
         swaptions: count,
