@@ -763,7 +763,7 @@ impl Progress {
             let seconds = Duration::from_secs(expected_total.round() as u64);
             eprintln!(
                 "bench: {runs} runs to make, at least {} of run time",
-                humantime::format_duration(seconds)
+                pinlearn_engine::format_duration(seconds)
             );
         }
         if let Some(bar) = &self.bar {
@@ -803,7 +803,7 @@ impl Progress {
                 let seconds = ((self.expected_total - self.expected_done) * rate).max(0.0).round();
                 format!(
                     ", about {} left",
-                    humantime::format_duration(Duration::from_secs(seconds as u64))
+                    pinlearn_engine::format_duration(Duration::from_secs(seconds as u64))
                 )
             } else {
                 String::new()

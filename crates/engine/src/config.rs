@@ -164,7 +164,7 @@ impl Settings {
         if self.interval < Duration::from_millis(1) || self.interval > Duration::from_secs(3600) {
             return Err(EngineError::bad_input(format!(
                 "interval {} is out of range: use 1ms to 1h",
-                humantime::format_duration(self.interval)
+                format_duration(self.interval)
             )));
         }
         if let Some(zeta) = self.memory_binding
@@ -203,7 +203,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, EngineError> {
     if rest.is_empty() {
         return Err(bad("it is empty"));
     }
-    let mut total = 0.0f64;
+    // Exact integer arithmetic in nanoseconds: what is written is what is read.
+    let mut total_ns: u128 = 0;
     while !rest.is_empty() {
         let number_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -212,31 +213,72 @@ pub fn parse_duration(text: &str) -> Result<Duration, EngineError> {
         if number.is_empty() {
             return Err(bad("a number is missing"));
         }
-        let value: f64 = number
-            .parse()
-            .map_err(|_| bad(&format!("{number:?} is not a number")))?;
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
+            return Err(bad(&format!("{number:?} is not a number")));
+        }
         let after = after.trim_start();
         let unit_len = after.find(|c: char| !c.is_alphabetic()).unwrap_or(after.len());
         let (unit, after) = after.split_at(unit_len);
-        let scale = match unit {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" | "min" => 60.0,
-            "h" => 3600.0,
+        let unit_ns: u128 = match unit {
+            "ns" => 1,
+            "us" | "µs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" | "min" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
             "" => return Err(bad("the unit is missing")),
             other => return Err(bad(&format!("unknown unit {other:?}"))),
         };
-        total += value * scale;
+        let out_of_range = || bad("it is out of range");
+        let whole_value: u128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().map_err(|_| out_of_range())?
+        };
+        // Digits past the 18th are below a millionth of a nanosecond here.
+        let fraction = &fraction[..fraction.len().min(18)];
+        let fraction_value: u128 = if fraction.is_empty() {
+            0
+        } else {
+            fraction.parse().expect("digits")
+        };
+        let denominator = 10u128.pow(fraction.len() as u32);
+        let fraction_ns = (2 * fraction_value * unit_ns + denominator) / (2 * denominator); // rounded
+        total_ns = whole_value
+            .checked_mul(unit_ns)
+            .and_then(|ns| ns.checked_add(fraction_ns))
+            .and_then(|ns| ns.checked_add(total_ns))
+            .ok_or_else(out_of_range)?;
         rest = after.trim_start();
     }
-    Duration::try_from_secs_f64(total).map_err(|_| bad("it is out of range"))
+    let seconds = u64::try_from(total_ns / 1_000_000_000).map_err(|_| bad("it is out of range"))?;
+    Ok(Duration::new(seconds, (total_ns % 1_000_000_000) as u32))
 }
 
-/// A duration in the syntax [`parse_duration`] reads, e.g. `50ms`, `2s`, `1m 30s`.
+/// A duration in the syntax [`parse_duration`] reads, e.g. `50ms`, `2s`,
+/// `1m 30s`, `26h 1m` (hours are the largest unit, so it always reads back).
 pub fn format_duration(duration: Duration) -> String {
-    humantime::format_duration(duration).to_string()
+    let seconds = duration.as_secs();
+    let nanos = u64::from(duration.subsec_nanos());
+    let terms = [
+        (seconds / 3600, "h"),
+        (seconds / 60 % 60, "m"),
+        (seconds % 60, "s"),
+        (nanos / 1_000_000, "ms"),
+        (nanos / 1_000 % 1_000, "us"),
+        (nanos % 1_000, "ns"),
+    ];
+    let text: Vec<String> = terms
+        .iter()
+        .filter(|(value, _)| *value > 0)
+        .map(|(value, unit)| format!("{value}{unit}"))
+        .collect();
+    if text.is_empty() {
+        "0s".to_string()
+    } else {
+        text.join(" ")
+    }
 }
 
 fn duration_from_str<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {

@@ -39,6 +39,10 @@ use thiserror::Error;
 const SPEC_HINT: &str =
     "give an hwloc synthetic string such as \"node:2 core:4 pu:1\" or an XML file from `lstopo --of xml`";
 
+/// The most PUs a synthetic description may have: more than any machine
+/// pinlearn will meet, few enough that hwloc builds it in a moment.
+pub const MAX_SYNTHETIC_PUS: u64 = 1 << 14;
+
 /// Width at which `describe` wraps the list of cores.
 const DESCRIBE_WIDTH: usize = 100;
 
@@ -176,6 +180,7 @@ pub struct Topology {
 impl Topology {
     /// This machine, as hwloc sees it (only the CPUs this process may use).
     pub fn detect() -> Result<Self, TopologyError> {
+        let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let hwloc = hwlocality::Topology::new().map_err(|error| TopologyError::Detect {
             reason: error.to_string(),
         })?;
@@ -190,6 +195,26 @@ impl Topology {
             spec: spec.to_string(),
             reason: reason.to_string(),
         };
+        // hwloc builds every object it is asked for: refuse absurd sizes first.
+        let mut pus: u64 = 1;
+        for level in spec.split_whitespace() {
+            let Some((_, count)) = level.split_once(':') else {
+                continue;
+            };
+            let digits: String = count.chars().take_while(char::is_ascii_digit).collect();
+            let count: u64 = digits.parse().unwrap_or(u64::MAX);
+            pus = pus.saturating_mul(count);
+        }
+        if pus > MAX_SYNTHETIC_PUS {
+            return Err(invalid(&format!("it describes more than {MAX_SYNTHETIC_PUS} PUs")));
+        }
+        let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        survives_in_a_child(|| {
+            if let Ok(builder) = TopologyBuilder::new().from_synthetic(spec) {
+                let _ = builder.build();
+            }
+        })
+        .map_err(|why| invalid(&why))?;
         let builder = TopologyBuilder::new()
             .from_synthetic(spec)
             .map_err(|error| match error {
@@ -213,6 +238,13 @@ impl Topology {
         if !path.is_file() {
             return Err(invalid("it does not exist or is not a file".to_string()));
         }
+        let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        survives_in_a_child(|| {
+            if let Ok(builder) = TopologyBuilder::new().from_xml_file(path) {
+                let _ = builder.build();
+            }
+        })
+        .map_err(invalid)?;
         let builder = TopologyBuilder::new()
             .from_xml_file(path)
             .map_err(|error| match error {
@@ -627,7 +659,24 @@ impl Topology {
                 })
             })
             .filter(|group| !group.cpus.is_empty())
+            .collect::<Vec<Group>>();
+        // hwloc may nest objects of one type (two levels of L3 in a
+        // synthetic string): keep the innermost, so a level's groups are
+        // disjoint.
+        let groups: Vec<Group> = groups
+            .iter()
+            .filter(|outer| {
+                !groups.iter().any(|inner| {
+                    inner.level == outer.level && inner.cpus != outer.cpus && inner.cpus.is_subset(&outer.cpus)
+                })
+            })
+            .cloned()
             .collect();
+        // Equal sets at one level (an object and its only child of the same
+        // type) count once.
+        let mut groups = groups;
+        groups.sort_by_key(|group| (group.level, group.cpus.first(), group.index));
+        groups.dedup_by(|a, b| a.level == b.level && a.cpus == b.cpus);
 
         let nodes = node_cpus
             .into_iter()
@@ -651,6 +700,68 @@ struct NestedSet {
     labels: Vec<String>,
     cpus: CpuSet,
     parent: Option<usize>,
+}
+
+/// Held around every use of hwloc in this process, so that no other
+/// thread is inside hwloc when [`survives_in_a_child`] forks.
+static HWLOC: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How long the trial of a description may take before it counts as hung.
+const TRIAL_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// hwloc's parsers crash (SIGSEGV) on some malformed input, for example an
+/// XML file with closing tags out of place, which would take pinlearn down
+/// with them. A description from the user is first tried in a forked child;
+/// only if the child survives is it read in this process. Call with
+/// [`HWLOC`] held. Where fork fails the trial is skipped.
+fn survives_in_a_child(attempt: impl FnOnce()) -> Result<(), String> {
+    // SAFETY: the child only runs hwloc (no other thread is inside hwloc:
+    // HWLOC is held; glibc's malloc is safe after fork) and leaves with
+    // _exit, never returning into the caller.
+    match unsafe { libc::fork() } {
+        -1 => Ok(()),
+        0 => {
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: plain system calls in the child.
+            unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) };
+            let survived = std::panic::catch_unwind(std::panic::AssertUnwindSafe(attempt)).is_ok();
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe { libc::_exit(if survived { 0 } else { 1 }) }
+        }
+        child => {
+            let started = std::time::Instant::now();
+            let mut status: libc::c_int = 0;
+            loop {
+                // SAFETY: waits for our own child.
+                let waited = unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+                if waited == child {
+                    break;
+                }
+                if waited == -1 || started.elapsed() > TRIAL_LIMIT {
+                    // SAFETY: kill and reap our own child.
+                    unsafe {
+                        libc::kill(child, libc::SIGKILL);
+                        libc::waitpid(child, &mut status, 0);
+                    }
+                    return Err(format!(
+                        "hwloc did not finish reading it within {} s",
+                        TRIAL_LIMIT.as_secs()
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            if libc::WIFSIGNALED(status) {
+                return Err(format!(
+                    "hwloc crashed reading it (signal {}); the file is damaged or not written by hwloc",
+                    libc::WTERMSIG(status)
+                ));
+            }
+            Ok(())
+        }
+    }
 }
 
 /// The PUs of an hwloc object that are also in `all_pus`.

@@ -463,3 +463,18 @@ fn describe_draws_every_level_nested() {
     let cores: Vec<String> = dies.cores().map(CpuSet::to_string).collect();
     assert_eq!(listed, cores);
 }
+
+#[test]
+fn absurd_synthetic_sizes_are_refused_before_hwloc_builds_them() {
+    let error = Topology::from_synthetic("package:1000 core:1000 pu:1000").unwrap_err();
+    assert!(error.to_string().contains("more than 16384 PUs"), "{error}");
+    let largest = Topology::from_synthetic("package:16 core:128 pu:8").unwrap();
+    assert_eq!(largest.cpus().len(), 16384);
+}
+
+#[test]
+fn nested_levels_of_one_kind_keep_the_innermost() {
+    // Found by fuzzing: two levels of L3 used to be refused as overlapping.
+    let topology = Topology::from_synthetic("l3cache:2 l3cache:2 pu:1").unwrap();
+    assert_eq!(group_lists(&topology, GroupLevel::L3), ["0", "1", "2", "3"]);
+}
