@@ -248,6 +248,18 @@ impl Engine {
         Ok(())
     }
 
+    /// New places and a new policy over them (a cgroup cpuset changed):
+    /// every thread's place is unknown until the policy's next decision.
+    pub fn replace_places(&mut self, places: Places, policy: Box<dyn Policy>) {
+        self.place_names = places.cpus.iter().map(ToString::to_string).collect();
+        self.places = places;
+        self.policy = policy;
+        for record in self.threads.values_mut() {
+            record.place = None;
+            record.periods_on.clear();
+        }
+    }
+
     /// Marks the records of threads missing from this period as ended:
     /// the first [`ENDED_LISTED`] stay listed, later ones are folded into
     /// the totals and dropped.

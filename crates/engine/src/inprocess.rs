@@ -88,10 +88,10 @@ impl Manager {
                     exclude: vec![me],
                     stacks: Some(thread_stacks),
                 };
-                let mut target = session.live_target(scope);
+                let mut target = session.live_target(scope).watching_cpuset();
                 let cpu0 = cpu_time(true);
                 let started = Instant::now();
-                let (stop, wall) = drive(&mut engine, &mut target, session.settings.interval, |deadline| {
+                let (stop, wall) = drive(&mut engine, &mut target, &session, |deadline| {
                     let (lock, wake) = &*flag;
                     let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                     let timeout = deadline.saturating_duration_since(Instant::now());

@@ -48,6 +48,9 @@ pub struct Session {
     pub memory_nodes: Option<Vec<u32>>,
     pub trace: Option<PathBuf>,
     pub watchdog: Option<PathBuf>,
+    /// The whole machine and `--cpus`, to place anew when a cgroup cpuset changes.
+    machine: Topology,
+    cpus_flag: Option<CpuSet>,
 }
 
 impl Session {
@@ -104,12 +107,31 @@ impl Session {
             memory_nodes,
             trace: request.trace.clone(),
             watchdog: request.watchdog.clone(),
+            machine: machine.clone(),
+            cpus_flag: request.cpus.clone(),
         })
     }
 
     /// The policy this session asked for, over its places.
     pub fn policy(&self) -> Box<dyn Policy> {
-        let layout = self.places.layout.clone();
+        self.policy_over(&self.places)
+    }
+
+    /// The places within `effective` (a cgroup cpuset's CPUs, and `--cpus`)
+    /// and a fresh policy over them; `None` if no CPU of the machine is left.
+    pub fn replan(&self, effective: &CpuSet) -> Option<(Places, Box<dyn Policy>)> {
+        let allowed = match &self.cpus_flag {
+            Some(cpus) => effective.intersection(cpus),
+            None => effective.clone(),
+        };
+        let topology = self.machine.restrict(&allowed).ok()?;
+        let places = Places::new(&topology);
+        let policy = self.policy_over(&places);
+        Some((places, policy))
+    }
+
+    fn policy_over(&self, places: &Places) -> Box<dyn Policy> {
+        let layout = places.layout.clone();
         match self.settings.policy {
             PolicyChoice::Learn => Box::new(LearnPolicy::new(layout, self.settings.learn, self.settings.seed)),
             PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),

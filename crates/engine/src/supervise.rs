@@ -199,14 +199,22 @@ fn signal_name(sig: i32) -> String {
 pub fn drive(
     engine: &mut Engine,
     target: &mut LiveProcess,
-    interval: Duration,
+    session: &Session,
     mut wait: impl FnMut(Instant) -> Option<Stop>,
 ) -> Result<(Stop, Duration), EngineError> {
+    let interval = session.settings.interval;
     let start = Instant::now();
     let mut next = start;
     let result = loop {
         if let Err(e) = engine.step(target, start.elapsed().as_secs_f64()) {
             break Err(e);
+        }
+        // The cgroup cpuset changed: place anew within it.
+        if let Some(effective) = target.take_cpuset_change()
+            && let Some((places, policy)) = session.replan(&effective)
+        {
+            target.set_place_cpus(places.cpus.clone());
+            engine.replace_places(places, policy);
         }
         next += interval;
         let now = Instant::now();
@@ -326,18 +334,16 @@ fn supervise(
     let watchdog = start_watchdog(session, journal.path())?;
     let mut target = session
         .live_target(Scope::process_tree(pid, session.settings.children))
-        .with_journal(journal);
+        .with_journal(journal)
+        .watching_cpuset();
     let cpu0 = cpu_time(false);
     let end = duration.map(|d| Instant::now() + d);
-    let driven = drive(
-        &mut engine,
-        &mut target,
-        session.settings.interval,
-        |deadline| match events.wait_until(end.map_or(deadline, |end| end.min(deadline))) {
+    let driven = drive(&mut engine, &mut target, session, |deadline| {
+        match events.wait_until(end.map_or(deadline, |end| end.min(deadline))) {
             Event::Deadline => end.is_some_and(|end| Instant::now() >= end).then_some(Stop::Duration),
             event => on_event(event),
-        },
-    );
+        }
+    });
     // Every mask is back (or the journal stays for `pinlearn restore`): the
     // watchdog has nothing left to guard.
     if let Some(mut watchdog) = watchdog {

@@ -20,6 +20,7 @@
 //! reuses during a run becomes a new thread for the policy.
 
 mod affinity;
+mod cpuset;
 mod helper;
 mod journal;
 mod memory;
@@ -29,6 +30,7 @@ mod tasks;
 mod test_thread;
 
 pub use affinity::{Affinity, AffinityMask, get_affinity, set_affinity};
+pub use cpuset::CpusetWatch;
 pub use helper::end_with_caller;
 pub use journal::{Journal, Restored, journal_path, runtime_dir};
 /// Restoring from a journal, and the watchdog that does it when the manager dies.
@@ -125,6 +127,12 @@ pub struct LiveProcess {
     follow_program_affinity: bool,
     /// Notes not yet taken (threads left to their program, ...).
     notes: Vec<String>,
+    /// The root process's cpuset, when the kernel has one for it.
+    cpuset: Option<CpusetWatch>,
+    /// The CPUs the cpuset allows, as last read.
+    cpuset_cpus: Option<CpuSet>,
+    /// A change of the cpuset not yet taken by the supervisor.
+    cpuset_change: Option<CpuSet>,
     tasks: TaskWatcher,
     heartbeats: Heartbeats,
     /// Tids found in a heartbeat channel this period (scratch).
@@ -158,6 +166,9 @@ impl LiveProcess {
             whole_place,
             follow_program_affinity: true,
             notes: Vec::new(),
+            cpuset: None,
+            cpuset_cpus: None,
+            cpuset_change: None,
             heartbeats: Heartbeats::default(),
             beating: HashSet::new(),
             progress: None,
@@ -177,6 +188,52 @@ impl LiveProcess {
     pub fn with_journal(mut self, journal: Journal) -> Self {
         self.affinity = std::mem::take(&mut self.affinity).with_journal(journal);
         self
+    }
+
+    /// Watches the cpuset of the root process: when it changes, threads
+    /// are never asked onto a CPU outside it, and the change is handed to
+    /// the supervisor ([`LiveProcess::take_cpuset_change`]).
+    pub fn watching_cpuset(mut self) -> Self {
+        self.cpuset = CpusetWatch::of(self.scope.root);
+        self.cpuset_cpus = self.cpuset.as_ref().and_then(CpusetWatch::read);
+        self
+    }
+
+    /// The CPUs the cpuset allows now, if it changed since the last call.
+    pub fn take_cpuset_change(&mut self) -> Option<CpuSet> {
+        self.cpuset_change.take()
+    }
+
+    /// New places after a cpuset change (the supervisor's new layout).
+    pub fn set_place_cpus(&mut self, place_cpus: Vec<CpuSet>) {
+        let all = place_cpus.iter().fold(CpuSet::new(), |union, cpus| union.union(cpus));
+        self.whole_place = place_cpus.iter().position(|cpus| *cpus == all);
+        self.place_cpus = place_cpus;
+    }
+
+    /// Reads the cpuset; on a change, the masks the kernel gave every
+    /// thread become what is expected of them (not their program's doing).
+    fn follow_cpuset(&mut self) {
+        let Some(now) = self.cpuset.as_ref().and_then(CpusetWatch::read) else {
+            return;
+        };
+        if self.cpuset_cpus.as_ref() == Some(&now) {
+            return;
+        }
+        let before = self.cpuset_cpus.replace(now.clone());
+        for thread in self.threads.values_mut() {
+            if let Ok(mask) = get_affinity(thread.who.tid) {
+                thread.expected = mask;
+            }
+        }
+        let note = format!(
+            "the cgroup cpuset of process {} changed ({} -> {now}); pinlearn follows it and its learning starts over",
+            self.scope.root,
+            before.map_or_else(|| "?".to_string(), |cpus| cpus.to_string())
+        );
+        eprintln!("pinlearn: {note}");
+        self.notes.push(note);
+        self.cpuset_change = Some(now);
     }
 
     /// Whether a thread whose mask someone else changes is left alone
@@ -434,6 +491,7 @@ impl Target for LiveProcess {
 
         let live = self.discover();
         self.sync(&live);
+        self.follow_cpuset();
         self.follow_programs();
         self.refresh_names();
         let measured = self.measure(samples, period_s);
@@ -468,7 +526,7 @@ impl Target for LiveProcess {
             return Ok(false);
         }
         let tid = thread.who.tid;
-        let target = if Some(place) == self.whole_place {
+        let mut target = if Some(place) == self.whole_place {
             let own = thread.original.intersection(cpus);
             if own.is_empty() {
                 // Its own mask lies outside the allowed CPUs: leave it.
@@ -478,6 +536,14 @@ impl Target for LiveProcess {
         } else {
             cpus.clone()
         };
+        // Never ask for a CPU the cgroup no longer allows (the kernel
+        // refuses a mask with none of its CPUs).
+        if let Some(allowed) = &self.cpuset_cpus {
+            target = target.intersection(allowed);
+            if target.is_empty() {
+                return Ok(false);
+            }
+        }
         let placed = if target == thread.original {
             self.affinity.put_back(tid).map(|()| true)
         } else {
