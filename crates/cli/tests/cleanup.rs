@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{pinlearn, wait_until};
+use common::{pinlearn, running, wait_until};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -29,17 +29,6 @@ fn command_line(pid: u32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
         .unwrap_or_default()
-}
-
-/// Alive and not a zombie.
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let state = stat.rsplit_once(") ")?.1.chars().next()?;
-            Some(!matches!(state, 'Z' | 'X'))
-        })
-        .unwrap_or(false)
 }
 
 #[test]

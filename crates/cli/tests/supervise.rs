@@ -453,3 +453,130 @@ fn a_thread_whose_mask_someone_else_changes_is_left_alone() {
         stderr(&out)
     );
 }
+
+/// The pid a shell script wrote to `file`, once it is there.
+fn pid_in(file: &std::path::Path) -> u32 {
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(file).is_ok_and(|text| text.trim().parse::<u32>().is_ok())
+    });
+    std::fs::read_to_string(file).unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn run_restores_a_pinned_child_that_outlives_the_program() {
+    let all = allowed_cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("child.pid");
+    // The child does not hold pinlearn's output pipes open.
+    let script = format!(
+        "sleep 30 >/dev/null 2>&1 </dev/null & echo $! > \"{}\"; sleep 1",
+        file.display()
+    );
+    let out = run_json(&[
+        "run",
+        "--policy",
+        "static",
+        "--interval",
+        "20ms",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let child = pid_in(&file);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert!(summary["repins"].as_u64().unwrap() >= 1, "{summary}");
+    assert!(running(child), "the child must still run for this test");
+    assert!(masks(child).values().all(|mask| *mask == all), "{:?}", masks(child));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+#[test]
+fn run_with_duration_restores_while_the_program_runs_on() {
+    let all = allowed_cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shell.pid");
+    let script = format!(
+        "echo $$ > \"{}\"; i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done",
+        file.display()
+    );
+    let manager = pinlearn()
+        .args([
+            "run",
+            "--policy",
+            "static",
+            "--interval",
+            "20ms",
+            "--duration",
+            "500ms",
+            "--quiet",
+            "--",
+        ])
+        .args(["sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let shell = pid_in(&file);
+    std::thread::sleep(Duration::from_millis(900));
+    assert!(
+        std::path::Path::new(&format!("/proc/{shell}")).exists(),
+        "the program must still run for this test"
+    );
+    assert!(
+        masks(shell).values().all(|mask| *mask == all),
+        "after --duration: {:?}",
+        masks(shell)
+    );
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(shell as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let out = manager.wait_with_output().unwrap();
+    assert!(
+        stderr(&out).is_empty() || !stderr(&out).contains("could not restore"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_error_during_the_run_still_restores_every_mask() {
+    // The trace cannot be written (/dev/full): the run fails with status 1
+    // once the trace's buffer is flushed, and the masks come back first.
+    let all = allowed_cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("child.pid");
+    let script = format!(
+        "sleep 30 >/dev/null 2>&1 </dev/null & echo $! > \"{}\"; i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done",
+        file.display()
+    );
+    let out = run(&[
+        "run",
+        "--policy",
+        "static",
+        "--interval",
+        "5ms",
+        "--trace",
+        "/dev/full",
+        "--quiet",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let child = pid_in(&file);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("trace"), "{}", stderr(&out));
+    assert!(running(child), "the child must still run for this test");
+    assert!(masks(child).values().all(|mask| *mask == all), "{:?}", masks(child));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}

@@ -101,3 +101,11 @@ pub fn skip(reason: &str) {
     }
     eprintln!("skipped: {reason}");
 }
+
+/// Alive and not a zombie.
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| Some(!matches!(stat.rsplit_once(") ")?.1.chars().next()?, 'Z' | 'X')))
+        .unwrap_or(false)
+}

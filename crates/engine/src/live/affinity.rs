@@ -237,6 +237,23 @@ mod tests {
     }
 
     #[test]
+    fn a_panic_while_threads_are_pinned_still_restores_them() {
+        let worker = super::super::test_thread::ParkedThread::start();
+        let tid = worker.tid;
+        let original = get_affinity(tid).unwrap();
+        let first = CpuSet::from_iter([original.last().unwrap()]);
+        let unwound = std::panic::catch_unwind(|| {
+            let mut affinity = Affinity::default();
+            assert!(affinity.set(tid, &original, &first).unwrap());
+            assert_eq!(get_affinity(tid).unwrap(), first);
+            panic!("a bug while pinned");
+        });
+        assert!(unwound.is_err());
+        assert_eq!(get_affinity(tid).unwrap(), original, "Drop put the mask back during the unwinding");
+        worker.finish();
+    }
+
+    #[test]
     fn a_vanished_thread_is_not_an_error() {
         let worker = std::thread::spawn(|| nix::unistd::gettid().as_raw() as u32);
         let tid = worker.join().unwrap();
