@@ -249,7 +249,11 @@ mod tests {
             panic!("a bug while pinned");
         });
         assert!(unwound.is_err());
-        assert_eq!(get_affinity(tid).unwrap(), original, "Drop put the mask back during the unwinding");
+        assert_eq!(
+            get_affinity(tid).unwrap(),
+            original,
+            "Drop put the mask back during the unwinding"
+        );
         worker.finish();
     }
 
