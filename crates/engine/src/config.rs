@@ -142,7 +142,14 @@ impl Settings {
     /// Parses TOML text (errors as one line, without the file name).
     pub fn from_toml_str(text: &str) -> Result<Self, EngineError> {
         let mut settings: Settings = toml::from_str(text).map_err(|e| {
-            let message = e.message().trim().to_string();
+            // One line whatever the file holds (messages may quote it).
+            let message = e
+                .message()
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
             let line = e.span().map(|s| text[..s.start].lines().count().max(1));
             EngineError::bad_input(match line {
                 Some(line) => format!("line {line}: {message}"),

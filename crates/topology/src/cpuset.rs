@@ -31,22 +31,22 @@ pub enum CpuListError {
     #[error("the CPU list is empty; give CPU numbers such as \"0-3,8\"")]
     Empty,
     #[error(
-        "the CPU list \"{list}\" has an empty item; separate CPU numbers and ranges with single commas, as in \"0-3,8\""
+        "the CPU list {list:?} has an empty item; separate CPU numbers and ranges with single commas, as in \"0-3,8\""
     )]
     EmptyItem { list: String },
     #[error(
-        "\"{text}\" in CPU list item \"{item}\" is not a CPU number; each item must be N, A-B or A-B:STRIDE with decimal numbers"
+        "{text:?} in CPU list item {item:?} is not a CPU number; each item must be N, A-B or A-B:STRIDE with decimal numbers"
     )]
     NotANumber { item: String, text: String },
-    #[error("CPU list item \"{item}\" is missing a number; each item must be N, A-B or A-B:STRIDE")]
+    #[error("CPU list item {item:?} is missing a number; each item must be N, A-B or A-B:STRIDE")]
     MissingNumber { item: String },
-    #[error("CPU list item \"{item}\" has a stride but no range; write A-B:STRIDE, as in 0-15:2")]
+    #[error("CPU list item {item:?} has a stride but no range; write A-B:STRIDE, as in 0-15:2")]
     StrideWithoutRange { item: String },
-    #[error("the range \"{item}\" in the CPU list runs backwards ({start} > {end}); write it as {end}-{start}")]
+    #[error("the range {item:?} in the CPU list runs backwards ({start} > {end}); write it as {end}-{start}")]
     ReversedRange { item: String, start: usize, end: usize },
-    #[error("the stride in CPU list item \"{item}\" is 0; the stride after ':' must be at least 1")]
+    #[error("the stride in CPU list item {item:?} is 0; the stride after ':' must be at least 1")]
     ZeroStride { item: String },
-    #[error("CPU {cpu} in CPU list item \"{item}\" is too large; CPU numbers must be below {MAX_CPU_IN_LIST}")]
+    #[error("CPU {cpu} in CPU list item {item:?} is too large; CPU numbers must be below {MAX_CPU_IN_LIST}")]
     TooLarge { item: String, cpu: usize },
 }
 
@@ -447,7 +447,7 @@ mod tests {
                     text: text.into()
                 }
             );
-            assert!(message.contains(&format!("item \"{item}\"")), "{message}");
+            assert!(message.contains(&format!("item {item:?}")), "{message}");
             assert!(message.contains("not a CPU number"), "{message}");
         }
     }
@@ -458,7 +458,7 @@ mod tests {
             let (error, message) = parse_error(list);
             assert_eq!(error, CpuListError::MissingNumber { item: list.into() });
             assert!(message.contains("missing a number"), "{message}");
-            assert!(message.contains(&format!("\"{list}\"")), "{message}");
+            assert!(message.contains(&format!("{list:?}")), "{message}");
         }
     }
 

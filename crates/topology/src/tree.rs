@@ -53,13 +53,13 @@ pub enum TopologyError {
         "hwloc could not read this machine's topology ({reason}); check that /sys is mounted, or give a topology with a synthetic string or an lstopo XML file"
     )]
     Detect { reason: String },
-    #[error("invalid synthetic topology \"{spec}\": {reason}; {SPEC_HINT}")]
+    #[error("invalid synthetic topology {spec:?}: {reason}; {SPEC_HINT}")]
     InvalidSynthetic { spec: String, reason: String },
     #[error(
         "cannot load topology XML file {path}: {reason}; write one with `lstopo --of xml FILE` or give a synthetic string such as \"node:2 core:4 pu:1\""
     )]
     InvalidXml { path: String, reason: String },
-    #[error("topology file \"{spec}\" does not exist; {SPEC_HINT}")]
+    #[error("topology file {spec:?} does not exist; {SPEC_HINT}")]
     MissingFile { spec: String },
     #[error("the topology from {source_name} has no CPUs; {SPEC_HINT}")]
     NoCpus { source_name: String },
