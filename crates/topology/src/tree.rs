@@ -198,8 +198,11 @@ impl Topology {
         // hwloc builds every object it is asked for: refuse absurd sizes first.
         let mut pus: u64 = 1;
         for level in spec.split_whitespace() {
-            let Some((_, count)) = level.split_once(':') else {
-                continue;
+            // `TYPE:COUNT`, or a bare `COUNT` (hwloc reads "2 2 4" too).
+            let count = match level.split_once(':') {
+                Some((_, count)) => count,
+                None if level.starts_with(|c: char| c.is_ascii_digit()) => level,
+                None => continue,
             };
             let digits: String = count.chars().take_while(char::is_ascii_digit).collect();
             let count: u64 = digits.parse().unwrap_or(u64::MAX);

@@ -468,6 +468,9 @@ fn describe_draws_every_level_nested() {
 fn absurd_synthetic_sizes_are_refused_before_hwloc_builds_them() {
     let error = Topology::from_synthetic("package:1000 core:1000 pu:1000").unwrap_err();
     assert!(error.to_string().contains("more than 16384 PUs"), "{error}");
+    // Found by afl: hwloc also reads bare counts ("222222" is 222222 PUs).
+    let error = Topology::from_synthetic("222222").unwrap_err();
+    assert!(error.to_string().contains("more than 16384 PUs"), "{error}");
     let largest = Topology::from_synthetic("package:16 core:128 pu:8").unwrap();
     assert_eq!(largest.cpus().len(), 16384);
 }
