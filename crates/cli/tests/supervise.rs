@@ -367,33 +367,12 @@ fn the_os_policy_keeps_the_masks_programs_gave_their_threads() {
     let target = light_target(&all, 3);
     let pid = target.0.id();
     let before = masks(pid);
-    let manager = pinlearn()
-        .args([
-            "attach",
-            "--json",
-            "-",
-            "--interval",
-            "20ms",
-            "--policy",
-            "os",
-            &pid.to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("attach");
+    let manager = attach_in_background(pid, "os");
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(25));
         assert_eq!(masks(pid), before, "a mask changed under --policy os");
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(manager.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let out = manager.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let (_, summary) = stop_with_sigterm(manager);
     assert_eq!(summary["repins"], 0, "{summary}");
     assert_eq!(masks(pid), before);
 }
@@ -404,21 +383,7 @@ fn a_thread_whose_mask_someone_else_changes_is_left_alone() {
     let target = light_target(&all, 3);
     let pid = target.0.id();
     let before = masks(pid);
-    let manager = pinlearn()
-        .args([
-            "attach",
-            "--json",
-            "-",
-            "--interval",
-            "20ms",
-            "--policy",
-            "static",
-            &pid.to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("attach");
+    let manager = attach_in_background(pid, "static");
     wait_until(Duration::from_secs(10), || masks(pid) != before);
     // The program (here: this test, as taskset would) moves one of its threads.
     let (&spinner, _) = before.iter().find(|&(&tid, _)| tid != pid).expect("a spinner thread");
@@ -426,13 +391,7 @@ fn a_thread_whose_mask_someone_else_changes_is_left_alone() {
     pinlearn_engine::live::set_affinity(spinner, &chosen).expect("set the spinner's mask");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(masks(pid)[&spinner], all, "pinlearn fought the program's own choice");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(manager.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let out = manager.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (out, summary) = stop_with_sigterm(manager);
     let after = masks(pid);
     assert_eq!(
         after[&spinner], all,
@@ -443,7 +402,6 @@ fn a_thread_whose_mask_someone_else_changes_is_left_alone() {
             assert_eq!(&after[tid], mask, "thread {tid} is restored");
         }
     }
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
     let notes = summary["notes"].to_string();
     assert!(notes.contains("changed its own CPU mask"), "{summary}");
     assert_eq!(
@@ -579,4 +537,36 @@ fn an_error_during_the_run_still_restores_every_mask() {
         nix::unistd::Pid::from_raw(child as i32),
         nix::sys::signal::Signal::SIGKILL,
     );
+}
+
+/// `pinlearn attach --json - --interval 20ms --policy POLICY PID`, running.
+fn attach_in_background(pid: u32, policy: &str) -> std::process::Child {
+    pinlearn()
+        .args([
+            "attach",
+            "--json",
+            "-",
+            "--interval",
+            "20ms",
+            "--policy",
+            policy,
+            &pid.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("attach")
+}
+
+/// Stops an attached pinlearn with SIGTERM; it must exit 0 with its summary.
+fn stop_with_sigterm(manager: std::process::Child) -> (std::process::Output, serde_json::Value) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(manager.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = manager.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    (out, summary)
 }
