@@ -171,6 +171,46 @@ pub fn remove_channel(pid: u32) -> Result<(), HeartbeatError> {
     }
 }
 
+/// Removes the channels in `dir` that this user's processes left when they
+/// were killed (no `atexit`): those of processes that no longer exist, or
+/// whose pid now names a process started later. Called whenever a process
+/// creates its channel (`keep`: that channel's pid), so killed programs'
+/// files do not pile up.
+pub fn remove_stale_channels(dir: &Path, keep: u32) {
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("pinlearn-heartbeat-"))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else { continue };
+        if std::os::unix::fs::MetadataExt::uid(&meta) != me || pid == keep || pid == std::process::id() {
+            continue;
+        }
+        let stale = match process_start_ticks(pid) {
+            None => true,
+            Some(live) => {
+                let mut header = [0u8; HEADER_BYTES];
+                let written = std::fs::File::open(entry.path())
+                    .and_then(|file| std::os::unix::fs::FileExt::read_exact_at(&file, &mut header, 0))
+                    .map(|()| u64::from_ne_bytes(header[24..32].try_into().expect("8 bytes")));
+                matches!(written, Ok(start) if start != 0 && start != live)
+            }
+        };
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Start time of process `pid` in clock ticks since boot (field 22 of
 /// `/proc/<pid>/stat`), or `None` when the process is gone or unreadable.
 fn process_start_ticks(pid: u32) -> Option<u64> {
@@ -198,6 +238,20 @@ mod tests {
         let first = process_start_ticks(pid).expect("own /proc/self/stat is readable");
         assert_eq!(process_start_ticks(pid), Some(first));
         assert_eq!(process_start_ticks(u32::MAX - 7), None);
+    }
+
+    #[test]
+    fn stale_channels_of_dead_processes_are_removed_and_live_ones_kept() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let dead = channel_path_in(dir.path(), 4_000_000_000); // above any pid_max
+        let own = channel_path_in(dir.path(), std::process::id());
+        let other = dir.path().join("notes.txt");
+        for path in [&dead, &own, &other] {
+            std::fs::write(path, [0u8; HEADER_BYTES]).expect("write");
+        }
+        remove_stale_channels(dir.path(), std::process::id());
+        assert!(!dead.exists(), "a dead process's channel is removed");
+        assert!(own.exists() && other.exists(), "live channels and other files stay");
     }
 
     #[test]

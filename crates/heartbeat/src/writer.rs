@@ -13,7 +13,7 @@
 //! ```
 //!
 //! The channel of a process is created once and mapped for the life of the
-//! process; an `atexit` handler unlinks the file when the process exits
+//! process (and removes channels that killed processes left); an `atexit` handler unlinks the file when the process exits
 //! normally. A forked child inherits that mapping but has another pid: an
 //! `atfork` handler makes the child forget it (bumping the epoch that thread
 //! slots are checked against), so the child's first beat creates its own file.
@@ -114,6 +114,8 @@ impl Channel {
             let _ = std::fs::remove_file(&tmp);
             return Err(failed(e));
         }
+        // Programs killed before their atexit left channels behind: sweep them.
+        crate::remove_stale_channels(dir, pid);
         Ok(channel)
     }
 
