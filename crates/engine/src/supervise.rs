@@ -24,7 +24,7 @@
 use crate::EngineError;
 use crate::engine::{EndedThreads, Engine, ThreadSummary};
 use crate::events::{Event, Events};
-use crate::live::{Journal, LiveProcess, Scope, get_affinity, runtime_dir, set_affinity};
+use crate::live::{Journal, LiveProcess, Scope, get_affinity, process_alive, runtime_dir, set_affinity};
 use crate::session::Session;
 use serde::Serialize;
 use std::os::unix::process::CommandExt;
@@ -374,13 +374,6 @@ fn start_watchdog(session: &Session, journal: &std::path::Path) -> Result<Option
         .spawn()
         .map(Some)
         .map_err(|e| EngineError::io(format!("cannot start the watchdog ({} watchdog)", exe.display()), e))
-}
-
-fn process_alive(pid: u32) -> bool {
-    match procfs::process::Process::new(pid as i32).and_then(|p| p.stat()) {
-        Ok(stat) => !matches!(stat.state, 'Z' | 'X'),
-        Err(_) => false,
-    }
 }
 
 /// How `run` launched its program.

@@ -213,7 +213,7 @@ pub fn remove_stale_channels(dir: &Path, keep: u32) {
 
 /// Start time of process `pid` in clock ticks since boot (field 22 of
 /// `/proc/<pid>/stat`), or `None` when the process is gone or unreadable.
-fn process_start_ticks(pid: u32) -> Option<u64> {
+pub fn process_start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may contain spaces:
     // fields after the last ')' start at field 3.

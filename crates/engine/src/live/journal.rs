@@ -20,6 +20,8 @@
 //! user. The start time (field 22 of /proc/TID/stat) tells a thread from a
 //! later one that reuses its tid.
 
+use super::tasks::process_alive;
+use pinlearn_heartbeat::process_start_ticks as start_ticks;
 use pinlearn_topology::CpuSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -44,12 +46,6 @@ pub fn runtime_dir() -> PathBuf {
 /// Where the journal of a supervision of `target` lives.
 pub fn journal_path(target: u32) -> PathBuf {
     runtime_dir().join(format!("journal-{target}"))
-}
-
-/// The clock-tick start time of thread (or process) `tid`, if it exists.
-pub fn start_ticks(tid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// An open journal, appended to before every first change of a mask.
@@ -103,7 +99,7 @@ impl Journal {
         let mut note = None;
         if path.exists() {
             match read(&path) {
-                Ok((other, _)) if other != manager && manager_alive(other) => {
+                Ok((other, _)) if other != manager && process_alive(other) => {
                     return Err(io::Error::new(
                         io::ErrorKind::AlreadyExists,
                         format!("process {target} is already managed by pinlearn (PID {other})"),
@@ -195,14 +191,6 @@ impl Journal {
     }
 }
 
-/// Whether the pinlearn that wrote a journal still runs.
-fn manager_alive(manager: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{manager}/stat"))
-        .ok()
-        .and_then(|stat| stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()))
-        .is_some_and(|state| !matches!(state, 'Z' | 'X'))
-}
-
 /// One line of a journal: a thread, its start time, its original mask.
 pub type Entry = (u32, u64, CpuSet);
 
@@ -279,7 +267,7 @@ pub fn watch(manager: u32, journal: &Path) -> io::Result<Option<Restored>> {
     let started = start_ticks(manager);
     // SAFETY: pidfd_open(2) takes a pid and flags; a negative result is an error.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, manager as libc::c_long, 0 as libc::c_long) };
-    let gone = || started.is_none() || start_ticks(manager) != started || !manager_alive(manager);
+    let gone = || started.is_none() || start_ticks(manager) != started || !process_alive(manager);
     loop {
         if !journal.exists() {
             return Ok(None);

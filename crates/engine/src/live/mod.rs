@@ -39,7 +39,7 @@ pub mod restore {
 }
 pub use memory::current_thread_stack;
 pub use probe::{instructions_supported, resolve_metric};
-pub use tasks::{Scan, TaskWatcher, thread_name};
+pub use tasks::{Scan, TaskWatcher, process_alive, thread_name};
 
 use crate::EngineError;
 use crate::config::Metric;

@@ -128,6 +128,14 @@ impl TaskWatcher {
     }
 }
 
+/// Whether process `pid` runs (exists and is not a zombie).
+pub fn process_alive(pid: u32) -> bool {
+    match procfs::process::Process::new(pid as i32).and_then(|p| p.stat()) {
+        Ok(stat) => !matches!(stat.state, 'Z' | 'X'),
+        Err(_) => false,
+    }
+}
+
 /// The name thread `tid` of `pid` gave itself (`/proc/PID/task/TID/comm`).
 pub fn thread_name(pid: u32, tid: u32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
