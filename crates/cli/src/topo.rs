@@ -34,7 +34,11 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
     };
     let places = Places::new(&usable);
     let instructions = pinlearn_engine::live::instructions_supported();
+    let sampling = pinlearn_engine::live::sampling_supported();
     let schedstat = std::fs::read_to_string("/proc/self/schedstat").is_ok();
+    let io = std::fs::read_to_string("/proc/self/io").is_ok();
+    let (auto, _) =
+        pinlearn_engine::live::resolve_metric(pinlearn_engine::config::Metric::Auto).map_err(EngineError::bad_input)?;
     let heartbeat_dir = pinlearn_heartbeat::channel_path(std::process::id())
         .parent()
         .map(|p| p.display().to_string())
@@ -47,9 +51,13 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
                 "cpus": cpus.to_string(), "kind": format!("{:?}", p.kind).to_lowercase(), "node": p.node,
             })).collect::<Vec<_>>(),
             "probes": {
+                "auto": auto.to_string(),
+                "useful": sampling.is_ok(),
+                "useful_note": sampling.as_ref().err(),
                 "instructions": instructions.is_ok(),
                 "instructions_note": instructions.as_ref().err(),
                 "schedstat": schedstat,
+                "io": io,
                 "heartbeat_dir": heartbeat_dir,
             },
         });
@@ -83,7 +91,11 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
         names.len(),
         names.join("  ")
     );
-    println!("probes:");
+    println!("speed sources (--metric auto takes {auto} here):");
+    match &sampling {
+        Ok(()) => println!("  useful        yes (CPU-clock samples, waiting code told from work)"),
+        Err(why) => println!("  useful        no: {why}"),
+    }
     match &instructions {
         Ok(()) => println!("  instructions  yes (perf_event_open)"),
         Err(why) => println!("  instructions  no: {why}"),
@@ -92,6 +104,10 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
         "  cpu           {} (/proc/PID/task/TID/schedstat)",
         if schedstat { "yes" } else { "no" }
     );
-    println!("  heartbeat     yes (channel files in {heartbeat_dir})");
+    println!(
+        "  io            {} (/proc/PID/task/TID/io)",
+        if io { "yes" } else { "no" }
+    );
+    println!("  heartbeat     yes, for programs that report (channel files in {heartbeat_dir})");
     Ok(())
 }

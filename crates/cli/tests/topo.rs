@@ -50,3 +50,25 @@ fn topo_json_lists_groups_and_their_places() {
     assert_eq!(kinds.iter().filter(|k| **k == "package").count(), 2);
     assert_eq!(kinds.iter().filter(|k| **k == "l3").count(), 4);
 }
+
+#[test]
+fn topo_lists_the_speed_sources_that_work_here() {
+    let out = run(&["topo", "--json", "-"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let probes = &report["probes"];
+    // auto takes the first that works: useful, instructions, cpu.
+    let expected = if probes["useful"] == true {
+        "useful"
+    } else if probes["instructions"] == true {
+        "instructions"
+    } else {
+        "cpu"
+    };
+    assert_eq!(probes["auto"], expected, "{probes}");
+    assert_eq!(probes["useful_note"].is_null(), probes["useful"] == true, "{probes}");
+    assert_eq!(probes["io"], true, "/proc/self/io is readable: {probes}");
+    let out = run(&["topo"]);
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(text.contains(&format!("--metric auto takes {expected} here")), "{text}");
+}

@@ -82,6 +82,7 @@ fn decide(c: &mut Criterion) {
                         threads: &samples,
                         numa_tick: period.is_multiple_of(40),
                         progress: None,
+                        waiting: None,
                     })
                 })
             },

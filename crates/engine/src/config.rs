@@ -10,7 +10,7 @@
 //!
 //! ```toml
 //! interval = "50ms"        # T_CPU
-//! metric = "auto"          # auto | instructions | cpu | heartbeat
+//! metric = "auto"          # auto | useful | instructions | cpu | heartbeat | io
 //! policy = "learn"         # learn | static | os
 //! seed = 1
 //! children = true          # also supervise descendant processes
@@ -22,6 +22,11 @@
 //! step = 0.05
 //! [learn.numa]
 //! period_s = 2.0           # T_NUMA
+//! [sampling]               # the useful metric's CPU-clock samples
+//! rate_hz = 1000
+//! [sampling.waiting]       # code whose samples count as waiting
+//! libraries = ["libgomp.so*", "libomp.so*", "libiomp5.so*"]
+//! symbols = ["libc.so*:pthread_spin_lock", "libopen-pal.so*:opal_progress*"]
 //! [[levels]]               # what is optimised where (paper 002 §4), see `levels`
 //! resource = "numa_bandwidth"
 //! optimize = "al"
@@ -48,8 +53,16 @@ pub enum Metric {
     Instructions,
     /// Share of runnable time spent running, from schedstat.
     Cpu,
-    /// Application-reported progress; silent threads fall back to cpu.
+    /// Application-reported progress; silent threads fall back to useful,
+    /// else cpu.
     Heartbeat,
+    /// Run share times the share of CPU-clock samples outside waiting code
+    /// (OpenMP runtimes, spin locks, MPI progress loops): no hardware
+    /// counters needed.
+    Useful,
+    /// Bytes read and written per second (/proc/PID/task/TID/io), relative
+    /// to the recent peak: for streaming programs.
+    Io,
 }
 
 /// Which policy decides.
@@ -86,7 +99,7 @@ macro_rules! word_enum {
         }
     };
 }
-word_enum!(Metric, "metric", "auto" => Auto, "instructions" => Instructions, "cpu" => Cpu, "heartbeat" => Heartbeat);
+word_enum!(Metric, "metric", "auto" => Auto, "instructions" => Instructions, "cpu" => Cpu, "heartbeat" => Heartbeat, "useful" => Useful, "io" => Io);
 word_enum!(PolicyChoice, "policy", "learn" => Learn, "static" => Static, "os" => Os);
 
 /// All settings of one run.
@@ -113,6 +126,27 @@ pub struct Settings {
     /// scheme by default. Sets `learn`'s levels and `memory_binding`.
     pub levels: Vec<crate::levels::Level>,
     pub learn: LearnConfig,
+    /// CPU-clock sampling for the `useful` metric.
+    pub sampling: Sampling,
+}
+
+/// How threads are sampled and which code counts as waiting (`[sampling]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Sampling {
+    /// Samples per second of a thread's CPU time (one every 1/rate s of CPU).
+    pub rate_hz: u32,
+    /// Which code counts as waiting (`[sampling.waiting]`).
+    pub waiting: crate::live::WaitingRules,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling {
+            rate_hz: 1000,
+            waiting: crate::live::WaitingRules::default(),
+        }
+    }
 }
 
 impl Default for Settings {
@@ -127,6 +161,7 @@ impl Default for Settings {
             memory_binding: None,
             levels: crate::levels::two_level(),
             learn: LearnConfig::default(),
+            sampling: Sampling::default(),
         }
     }
 }
@@ -181,6 +216,13 @@ impl Settings {
                 "memory binding share {zeta} is out of range: use 0 to 1"
             )));
         }
+        if !(1..=100_000).contains(&self.sampling.rate_hz) {
+            return Err(EngineError::bad_input(format!(
+                "sampling rate_hz {} is out of range: use 1 to 100000",
+                self.sampling.rate_hz
+            )));
+        }
+        self.sampling.waiting.compile().map_err(EngineError::bad_input)?;
         self.learn.validate().map_err(|e| EngineError::bad_input(e.to_string()))
     }
 

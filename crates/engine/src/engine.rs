@@ -43,6 +43,12 @@ pub struct ThreadSummary {
     pub last_place: String,
     /// Share of its periods the thread spent on each place, largest first.
     pub time_on: Vec<PlaceShare>,
+    /// The metric that scored it last (`useful`, `cpu`, `heartbeat`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'static str>,
+    /// Mean share of its CPU-clock samples in waiting code (sampled threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_share: Option<f64>,
 }
 
 /// The ended threads beyond the first [`ENDED_LISTED`], counted together so
@@ -107,6 +113,8 @@ struct ThreadRecord {
     periods_on: BTreeMap<Option<usize>, u64>,
     /// Not seen in the last period.
     ended: bool,
+    source: Option<&'static str>,
+    waiting: Running,
 }
 
 /// The manager: a policy, the places it chooses among, and per-thread records.
@@ -190,6 +198,7 @@ impl Engine {
             threads: &self.samples,
             numa_tick,
             progress: target.progress(),
+            waiting: target.waiting(),
         };
         let decision = self.policy.decide(&input);
         assert_eq!(
@@ -209,6 +218,8 @@ impl Engine {
                 place: target.initial_place(sample.key),
                 periods_on: BTreeMap::new(),
                 ended: false,
+                source: None,
+                waiting: Running::default(),
             });
             if record.ended {
                 record.ended = false;
@@ -221,6 +232,12 @@ impl Engine {
             }
             if let Some(speed) = sample.speed {
                 record.speed.add(speed);
+            }
+            if let Some(scoring) = target.scoring(sample.key) {
+                record.source = Some(scoring.source);
+                if let Some(waiting) = scoring.waiting_share {
+                    record.waiting.add(waiting);
+                }
             }
             let utility = decision.utility.get(i).copied().unwrap_or(f64::NAN);
             record.utility.add(utility);
@@ -348,6 +365,8 @@ impl Engine {
                 periods: r.periods,
                 mean_speed: r.speed.mean(),
                 mean_utility: r.utility.mean(),
+                source: r.source,
+                waiting_share: r.waiting.mean(),
                 repins: r.repins,
                 last_place: self.place_name(r.place),
                 time_on: {

@@ -157,7 +157,8 @@ impl Session {
             self.places.cpus.clone(),
             self.settings.interval.as_secs_f64(),
         )
-        .following_program_affinity(self.settings.follow_program_affinity);
+        .following_program_affinity(self.settings.follow_program_affinity)
+        .with_sampling(&self.settings.sampling);
         match &self.memory_nodes {
             Some(nodes) => target.with_memory_nodes(nodes.clone()),
             None => target,

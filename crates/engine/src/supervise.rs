@@ -102,18 +102,30 @@ impl Summary {
         }
         let shown = 32;
         out += &format!(
-            "  {:>8} {:>8} {:<16} {:>7} {:>10} {:>12} {:>7}  {}\n",
-            "pid", "tid", "name", "periods", "mean speed", "mean utility", "re-pins", "last place"
+            "  {:>8} {:>8} {:<16} {:>7} {:>10} {:<12} {:>7} {:>12} {:>7}  {}\n",
+            "pid",
+            "tid",
+            "name",
+            "periods",
+            "mean speed",
+            "scored by",
+            "waiting",
+            "mean utility",
+            "re-pins",
+            "last place"
         );
         let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
         for t in self.threads.iter().take(shown) {
             out += &format!(
-                "  {:>8} {:>8} {:<16} {:>7} {:>10} {:>12} {:>7}  {}\n",
+                "  {:>8} {:>8} {:<16} {:>7} {:>10} {:<12} {:>7} {:>12} {:>7}  {}\n",
                 t.who.pid,
                 t.who.tid,
                 t.who.name,
                 t.periods,
                 fmt(t.mean_speed),
+                t.source.unwrap_or("-"),
+                t.waiting_share
+                    .map_or("-".to_string(), |w| format!("{:.0}%", 100.0 * w)),
                 fmt(t.mean_utility),
                 t.repins,
                 t.last_place

@@ -23,6 +23,17 @@ pub struct ThreadInfo {
     pub name: String,
 }
 
+/// What scored a thread in the last period.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Scoring {
+    /// The metric its speed came from: `useful`, `cpu`, `heartbeat`,
+    /// `instructions`, `io`.
+    pub source: &'static str,
+    /// The share of its recent CPU-clock samples in waiting code (sampled
+    /// threads only).
+    pub waiting_share: Option<f64>,
+}
+
 /// Something whose threads the engine can measure and place.
 pub trait Target {
     /// Fills `samples` with every live thread, sorted by key, and the speed it
@@ -46,6 +57,18 @@ pub trait Target {
     /// [`pinlearn_policy::PeriodInput::progress`]); `None`: the policy uses
     /// the sum of the threads' speeds.
     fn progress(&self) -> Option<f64> {
+        None
+    }
+
+    /// The share of the threads' CPU time spent in waiting code over the
+    /// period the last `observe` measured, when the target can tell.
+    fn waiting(&self) -> Option<f64> {
+        None
+    }
+
+    /// What scored thread `key` in the last period, if the target says.
+    fn scoring(&self, key: ThreadKey) -> Option<Scoring> {
+        let _ = key;
         None
     }
 

@@ -119,6 +119,11 @@ pub struct Summary {
     pub os_share: Option<f64>,
     /// Modelled runs: mean makespan of the final assignment over the optimum.
     pub makespan_ratio: Option<f64>,
+    /// The median completion over the better of the two simple answers in
+    /// this cell: min(os median, best-static median), or the os median when
+    /// best-static was not run. 1.0 matches the better one; above 1 is the
+    /// time lost to it. Not given for os and best-static themselves.
+    pub regret: Option<f64>,
 }
 
 type CellKey = (String, String, String);
@@ -155,6 +160,23 @@ pub fn summarise(runs: &[RunRecord]) -> Vec<Summary> {
         };
         if summary.scheduler == "os" {
             continue;
+        }
+        let best_static = cells
+            .get(&(
+                summary.workload.clone(),
+                summary.scenario.clone(),
+                "best-static".to_string(),
+            ))
+            .and_then(|runs| summaries_median(runs));
+        let better = match (os_median, best_static) {
+            (Some(os), Some(pin)) => Some(os.min(pin)),
+            (os, _) => os,
+        };
+        if summary.scheduler != "best-static" {
+            summary.regret = match (summary.median_s, better) {
+                (Some(own), Some(better)) if better > 0.0 => Some(own / better),
+                _ => None,
+            };
         }
         let own_runs = &cells[&(
             summary.workload.clone(),
@@ -224,6 +246,7 @@ fn summarise_cell(cell: &CellKey, runs: &[&RunRecord]) -> Summary {
             .then(|| 100.0 * manager.iter().sum::<f64>() / workload_total),
         os_share: mean(&shares),
         makespan_ratio: mean(&ratios),
+        regret: None,
     }
 }
 
@@ -252,6 +275,7 @@ pub fn summary_table(summaries: &[Summary], workload: &str) -> Table {
         "mean speed",
         "vs os",
         "paired vs os [CI]",
+        "regret",
     ];
     if with_manager {
         headers.push("manager CPU");
@@ -291,6 +315,7 @@ pub fn summary_table(summaries: &[Summary], workload: &str) -> Table {
                     (Some(p), Some([low, high])) => format!("{p:+.1}% [{low:+.1}, {high:+.1}]"),
                     _ => dash(),
                 },
+                s.regret.map_or_else(dash, |r| format!("{r:.2}")),
             ];
             if with_manager {
                 row.push(s.manager_cpu_pct.map_or_else(dash, |v| format!("{v:.2}%")));
@@ -362,6 +387,38 @@ mod tests {
     }
 
     #[test]
+    fn regret_is_over_the_better_of_linux_and_the_best_fixed_pin() {
+        // os 10 s, best-static 8 s, learn 9 s: 9 / min(10, 8) = 1.125.
+        // Without best-static the better answer is os: 9 / 10.
+        let mut runs = Vec::new();
+        for repeat in 0..3 {
+            runs.push(run("B.2", "os", repeat, Some(10.0), None));
+            runs.push(run("B.2", "best-static", repeat, Some(8.0), None));
+            runs.push(run("B.2", "learn", repeat, Some(9.0), None));
+            runs.push(run("D", "os", repeat, Some(10.0), None));
+            runs.push(run("D", "learn", repeat, Some(9.0), None));
+        }
+        let s = summarise(&runs);
+        let cell = |scenario: &str, scheduler: &str| {
+            s.iter()
+                .find(|s| s.scenario == scenario && s.scheduler == scheduler)
+                .unwrap()
+                .regret
+        };
+        assert_eq!(cell("B.2", "learn"), Some(9.0 / 8.0));
+        assert_eq!(cell("D", "learn"), Some(0.9));
+        assert_eq!(cell("B.2", "os"), None, "no regret for the baselines themselves");
+        assert_eq!(cell("B.2", "best-static"), None);
+        let table = summary_table(&s, "aco");
+        let column = table
+            .headers
+            .iter()
+            .position(|h| h == "regret")
+            .expect("a regret column");
+        assert_eq!(table.rows[2][column], "1.12");
+    }
+
+    #[test]
     fn summaries_follow_hand_computed_statistics() {
         let runs = vec![
             run("C.2", "os", 0, Some(4.0), Some(0.5)),
@@ -419,15 +476,17 @@ mod tests {
         runs[1].os_share = Some(0.2);
         runs[2].os_share = Some(0.3);
         let table = summary_table(&summarise(&runs), "aco");
-        assert_eq!(table.headers.len(), 11);
+        assert_eq!(table.headers.len(), 12);
         assert_eq!(table.rows.len(), 2);
         assert_eq!(table.rows[0][7], "—");
         assert_eq!(table.rows[1][7], "-25.0%");
         assert_eq!(table.rows[1][6], "0.900");
         assert_eq!(table.rows[0][8], "—");
         assert_eq!(table.rows[1][8], "-25.0% [-25.0, -25.0]", "repeat 1 has no os partner");
-        assert_eq!(table.rows[0][10], "—", "os has no guard");
-        assert_eq!(table.rows[1][10], "25%", "mean of the runs' OS shares");
+        assert_eq!(table.rows[0][9], "—", "no regret for os itself");
+        assert_eq!(table.rows[1][9], "0.75", "3 s over os's 4 s");
+        assert_eq!(table.rows[0][11], "—", "os has no guard");
+        assert_eq!(table.rows[1][11], "25%", "mean of the runs' OS shares");
         assert!(summary_table(&summarise(&runs), "stream").rows.is_empty());
 
         // Modelled runs: no manager CPU column, an L/L* column.

@@ -24,6 +24,7 @@ fn decide(c: &mut Criterion) {
                 threads: &samples,
                 numa_tick: false,
                 progress: None,
+                waiting: None,
             };
             period += 1;
             policy.decide(&input)

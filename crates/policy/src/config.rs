@@ -122,7 +122,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 16] = [
+        let checks: [(&'static str, f64, bool, &'static str); 17] = [
             ("pla.step", self.pla.step, open_closed(self.pla.step), "in (0, 1]"),
             (
                 "pla.lambda",
@@ -185,6 +185,12 @@ impl LearnConfig {
                 "guard.assumed_loss",
                 self.guard.assumed_loss,
                 closed(self.guard.assumed_loss),
+                "in [0, 1]",
+            ),
+            (
+                "guard.blind_waiting",
+                self.guard.blind_waiting,
+                closed(self.guard.blind_waiting),
                 "in [0, 1]",
             ),
             (

@@ -19,7 +19,9 @@
 //!        last window), at least 0: a champion that got worse than the
 //!        other arm was is checked at once; `assumed_loss` before the other
 //!        arm was ever measured (so the first probe waits
-//!        assumed_loss / probe_cost windows: 15, 4.5 s, by default);
+//!        assumed_loss / probe_cost windows: 15, 4.5 s, by default),
+//!        0 when Linux's last window spent >= blind_waiting of its CPU
+//!        time in waiting code (spinning at barriers: probe at once);
 //!        never more than `max_gap` champion windows between probes
 //!
 //!   score of a window = mean application progress over its periods,
@@ -65,6 +67,13 @@ pub struct GuardConfig {
     /// first window is a probe and it takes over only once it measures
     /// better) or `learn` (Linux's first window is the probe).
     pub first: Arm,
+    /// Where Linux is blind: when the threads spend at least this share of
+    /// their CPU time in waiting code (spinning at barriers, in locks) in
+    /// Linux's windows, the learner, never measured yet, is probed at once
+    /// instead of after `assumed_loss / probe_cost` windows. In [0, 1]; 1
+    /// turns it off. Needs a target that tells waiting from work (the
+    /// `useful` metric).
+    pub blind_waiting: f64,
 }
 
 impl Default for GuardConfig {
@@ -77,6 +86,7 @@ impl Default for GuardConfig {
             assumed_loss: 0.3,
             max_gap: 64,
             first: Arm::Os,
+            blind_waiting: 0.25,
         }
     }
 }
@@ -126,6 +136,11 @@ pub struct Guard {
     before: Option<f64>,
     /// Score of the probe waiting for the champion window after it.
     probe: Option<f64>,
+    /// Waiting share summed over the scored periods of the window in progress.
+    waiting_sum: f64,
+    waiting_count: u32,
+    /// The mean waiting share of the last window Linux placed the threads.
+    os_waiting: Option<f64>,
     /// Periods decided by each arm, and how often the champion changed.
     stats: GuardStats,
 }
@@ -162,6 +177,9 @@ impl Guard {
             count: 0,
             before: None,
             probe: None,
+            waiting_sum: 0.0,
+            waiting_count: 0,
+            os_waiting: None,
             stats: GuardStats::default(),
         }
     }
@@ -182,9 +200,10 @@ impl Guard {
 
     /// Takes the progress measured over the period that just ended (under
     /// the arm returned by the previous call; `None` when nothing was
-    /// measured) and returns the arm for the next period. Disabled: always
-    /// [`Arm::Learn`].
-    pub fn next(&mut self, progress: Option<f64>) -> Arm {
+    /// measured) and the share of the threads' CPU time spent in waiting
+    /// code (`None` when unknown), and returns the arm for the next period.
+    /// Disabled: always [`Arm::Learn`].
+    pub fn next(&mut self, progress: Option<f64>, waiting: Option<f64>) -> Arm {
         if !self.cfg.enabled {
             self.stats.learn_periods += 1;
             return Arm::Learn;
@@ -196,6 +215,12 @@ impl Guard {
         {
             self.sum += progress;
             self.count += 1;
+        }
+        if self.window_period >= 2
+            && let Some(waiting) = waiting.filter(|w| (0.0..=1.0).contains(w))
+        {
+            self.waiting_sum += waiting;
+            self.waiting_count += 1;
         }
         if self.window_period >= self.cfg.window.max(2) {
             self.close_window();
@@ -214,6 +239,11 @@ impl Guard {
         let score = (self.count > 0).then(|| self.sum / f64::from(self.count));
         self.sum = 0.0;
         self.count = 0;
+        if self.window_arm == Arm::Os && self.waiting_count > 0 {
+            self.os_waiting = Some(self.waiting_sum / f64::from(self.waiting_count));
+        }
+        self.waiting_sum = 0.0;
+        self.waiting_count = 0;
         self.window_period = 0;
         self.windows += 1;
 
@@ -247,6 +277,14 @@ impl Guard {
         self.since_probe += 1;
         let expected_loss = match (self.other, self.before) {
             (Some(other), Some(current)) if current > 0.0 => (1.0 - other / current).max(0.0),
+            // Never measured: Linux's threads spinning in waiting code
+            // say a pin may win much; otherwise assume it loses.
+            _ if self.champion == Arm::Os
+                && self.cfg.blind_waiting < 1.0
+                && self.os_waiting.is_some_and(|w| w >= self.cfg.blind_waiting) =>
+            {
+                0.0
+            }
             _ => self.cfg.assumed_loss,
         };
         let affordable = self.spent + expected_loss <= self.cfg.probe_cost * (self.windows + 1) as f64;
@@ -284,7 +322,7 @@ mod tests {
         );
         assert!(arms[..84].iter().all(|&a| a == Arm::Os), "{arms:?}");
         assert!(arms[84..90].iter().all(|&a| a == Arm::Learn), "{arms:?}");
-        guard.next(Some(1.0));
+        guard.next(Some(1.0), None);
         assert_eq!(guard.champion(), Arm::Learn, "the learner's probe won");
     }
 
@@ -297,7 +335,7 @@ mod tests {
         let mut guard = Guard::new(linux_first);
         let arms = run(&mut guard, 12, |arm, _| if arm == Arm::Learn { 2.0 } else { 1.0 });
         assert_eq!(&arms[..12], &[[Arm::Os; 4], [Arm::Learn; 4], [Arm::Os; 4]].concat());
-        guard.next(Some(1.0));
+        guard.next(Some(1.0), None);
         assert_eq!(guard.champion(), Arm::Learn, "the learner's probe won");
         let mut tie = Guard::new(linux_first);
         run(&mut tie, 200, |_, _| 1.0);
@@ -311,11 +349,47 @@ mod tests {
         let mut last: Option<Arm> = None;
         for period in 0..periods {
             let progress = last.map(|arm| rate(arm, period));
-            let arm = guard.next(progress);
+            let arm = guard.next(progress, None);
             arms.push(arm);
             last = Some(arm);
         }
         arms
+    }
+
+    /// Periods with Linux's threads spending `waiting` of their CPU time in
+    /// waiting code, the learner's twice as fast as Linux's.
+    fn run_waiting(guard: &mut Guard, periods: usize, waiting: f64) -> Vec<Arm> {
+        let mut arms = Vec::new();
+        let mut last: Option<Arm> = None;
+        for _ in 0..periods {
+            let progress = last.map(|arm| if arm == Arm::Learn { 2.0 } else { 1.0 });
+            let seen = last.map(|arm| if arm == Arm::Os { waiting } else { 0.05 });
+            let arm = guard.next(progress, seen);
+            arms.push(arm);
+            last = Some(arm);
+        }
+        arms
+    }
+
+    #[test]
+    fn where_linux_leaves_threads_spinning_the_learner_is_probed_at_once() {
+        // Default settings: one window of Linux with 60% waiting, then the
+        // learner's probe, which wins.
+        let mut guard = Guard::new(GuardConfig::default());
+        let arms = run_waiting(&mut guard, 12, 0.6);
+        assert_eq!(&arms[..12], &[[Arm::Os; 6], [Arm::Learn; 6]].concat());
+        // Below the threshold the learner waits for the budget, as without samples.
+        let mut guard = Guard::new(GuardConfig::default());
+        let arms = run_waiting(&mut guard, 90, 0.2);
+        assert!(arms[..84].iter().all(|&a| a == Arm::Os), "{arms:?}");
+        assert!(arms[84..90].iter().all(|&a| a == Arm::Learn));
+        // blind_waiting = 1 turns it off.
+        let mut guard = Guard::new(GuardConfig {
+            blind_waiting: 1.0,
+            ..GuardConfig::default()
+        });
+        let arms = run_waiting(&mut guard, 84, 1.0);
+        assert!(arms.iter().all(|&a| a == Arm::Os));
     }
 
     #[test]
@@ -408,7 +482,7 @@ mod tests {
                 Arm::Os if os_windows <= 1 && period < 9 => 3.0,
                 Arm::Os => 1.0,
             });
-            let arm = guard.next(progress);
+            let arm = guard.next(progress, None);
             if arm == Arm::Os && last != Some(Arm::Os) {
                 os_windows += 1;
             }
@@ -505,7 +579,7 @@ mod tests {
                 (Arm::Os, false) => 2.0,
                 (Arm::Learn, _) => 1.0,
             });
-            let arm = guard.next(progress);
+            let arm = guard.next(progress, None);
             arms.push(arm);
             last = Some(arm);
         }
@@ -516,7 +590,7 @@ mod tests {
     fn missing_progress_decides_nothing() {
         let mut guard = Guard::new(cfg());
         for _ in 0..100 {
-            guard.next(None);
+            guard.next(None, None);
         }
         assert_eq!(guard.champion(), Arm::Learn);
         assert_eq!(guard.stats().switches, 0);

@@ -266,7 +266,7 @@ impl Policy for LearnPolicy {
             let speeds = input.threads.iter().filter_map(|t| sanitise_speed(t.speed));
             Some(speeds.sum::<f64>()).filter(|_| input.threads.iter().any(|t| t.speed.is_some()))
         });
-        if self.guard.next(progress) == Arm::Os {
+        if self.guard.next(progress, input.waiting) == Arm::Os {
             // The OS's window: nothing is learned from it, and the first
             // learner period after it keeps every thread's last place.
             self.after_os = true;
@@ -353,6 +353,7 @@ mod tests {
             threads,
             numa_tick,
             progress: None,
+            waiting: None,
         }
     }
 

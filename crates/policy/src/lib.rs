@@ -70,6 +70,11 @@ pub struct PeriodInput<'a> {
     /// run time), when the target measures one; the learner's guard compares
     /// it between its windows and falls back on the sum of the speeds.
     pub progress: Option<f64>,
+    /// The share of the threads' CPU time spent in waiting code over the
+    /// period (spinning at barriers, in locks), when the target can tell
+    /// (CPU-clock samples); the guard probes the learner early where Linux
+    /// leaves much of it.
+    pub waiting: Option<f64>,
 }
 
 /// A policy's answer for one period, aligned with `PeriodInput::threads`.

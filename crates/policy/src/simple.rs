@@ -115,6 +115,7 @@ mod tests {
             threads,
             numa_tick: false,
             progress: None,
+            waiting: None,
         }
     }
 

@@ -80,6 +80,7 @@ fn input(period: u64, threads: &[ThreadSample], numa_tick: bool) -> PeriodInput<
         threads,
         numa_tick,
         progress: None,
+        waiting: None,
     }
 }
 

@@ -492,6 +492,7 @@ mod tests {
             threads: &threads,
             numa_tick: false,
             progress: None,
+            waiting: None,
         });
         assert_eq!(decision.place, vec![3, 0, 9]);
         assert_eq!(decision.utility[0], 0.5);

@@ -56,14 +56,20 @@ pub enum SimMetric {
     /// working, full rate while spinning or paying migration cost (the
     /// papers' metric, which counts busy-waiting as progress).
     Instructions,
+    /// Run share times the share of the thread's CPU time spent working
+    /// (not spinning, not paying a migration): what CPU-clock samples
+    /// classified by waiting code measure on a real machine.
+    Useful,
 }
 
 impl From<pinlearn_engine::Metric> for SimMetric {
-    /// The engine's word for a speed signal; `auto` is `cpu` (the simulated
-    /// machine, like ours, has no instruction counters unless asked).
+    /// The engine's word for a speed signal; `auto` is `useful` (as on a
+    /// real machine where perf allows sampling); `io` is `cpu` (the
+    /// simulated programs do no I/O).
     fn from(metric: pinlearn_engine::Metric) -> Self {
         match metric {
-            pinlearn_engine::Metric::Auto | pinlearn_engine::Metric::Cpu => SimMetric::Cpu,
+            pinlearn_engine::Metric::Auto | pinlearn_engine::Metric::Useful => SimMetric::Useful,
+            pinlearn_engine::Metric::Cpu | pinlearn_engine::Metric::Io => SimMetric::Cpu,
             pinlearn_engine::Metric::Heartbeat => SimMetric::Heartbeat,
             pinlearn_engine::Metric::Instructions => SimMetric::Instructions,
         }
@@ -180,6 +186,8 @@ pub struct SimMachine {
     /// as the real workloads' heartbeats report it.
     work_at_observe: f64,
     last_progress: Option<f64>,
+    /// Share of the last period's CPU time not spent working (metric `useful`).
+    last_waiting: Option<f64>,
     rng: ChaCha8Rng,
     completion: Option<f64>,
     /// Nominal core-seconds each core gave to application threads.
@@ -257,6 +265,7 @@ impl SimMachine {
             last_observe: None,
             work_at_observe: 0.0,
             last_progress: None,
+            last_waiting: None,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51a7_0000_0001),
             completion: None,
             app_cpu_s: vec![0.0; m],
@@ -768,6 +777,17 @@ impl SimMachine {
             }
             SimMetric::Heartbeat => Some(acc.work / elapsed),
             SimMetric::Instructions => Some(acc.instructions / elapsed),
+            SimMetric::Useful => {
+                let runnable = acc.running_s + acc.waiting_s;
+                (runnable >= MIN_RUNNABLE_SHARE * elapsed && runnable > 0.0).then(|| {
+                    let work_share = if acc.instructions > 0.0 {
+                        (acc.work / acc.instructions).min(1.0)
+                    } else {
+                        1.0
+                    };
+                    acc.cpu_s / runnable * work_share
+                })
+            }
         }
     }
 }
@@ -778,11 +798,14 @@ impl Target for SimMachine {
         self.last_observe = Some(self.now);
         self.last_progress = elapsed.map(|e| (self.totals.work - self.work_at_observe) / e);
         self.work_at_observe = self.totals.work;
+        let (mut work, mut instructions) = (0.0, 0.0);
         for index in 0..self.threads.len() {
             if self.program.tasks()[index].activity == Activity::Done {
                 continue;
             }
             let acc = std::mem::take(&mut self.threads[index].acc);
+            work += acc.work;
+            instructions += acc.instructions;
             let speed = elapsed.and_then(|e| self.speed_of(&acc, e)).map(|s| self.noisy(s));
             samples.push(ThreadSample {
                 key: self.threads[index].key,
@@ -790,7 +813,14 @@ impl Target for SimMachine {
             });
         }
         self.last_samples.clone_from(samples);
+        // What samples of waiting code would show: the CPU time not spent working.
+        self.last_waiting = (self.params.metric == SimMetric::Useful && instructions > 0.0)
+            .then(|| (1.0 - work / instructions).clamp(0.0, 1.0));
         Ok(())
+    }
+
+    fn waiting(&self) -> Option<f64> {
+        self.last_waiting
     }
 
     fn place(&mut self, key: ThreadKey, place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {

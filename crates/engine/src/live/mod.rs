@@ -28,6 +28,7 @@ mod probe;
 mod tasks;
 #[cfg(test)]
 mod test_thread;
+mod waiting;
 
 pub use affinity::{Affinity, AffinityMask, get_affinity, set_affinity};
 pub use cpuset::CpusetWatch;
@@ -38,15 +39,16 @@ pub mod restore {
     pub use super::journal::{restore, watch};
 }
 pub use memory::current_thread_stack;
-pub use probe::{instructions_supported, resolve_metric};
+pub use probe::{CpuSamples, instructions_supported, resolve_metric, sampling_supported};
 pub use tasks::{Scan, TaskWatcher, process_alive, thread_name};
+pub use waiting::{CodeKind, WaitingCode, WaitingRules};
 
 use crate::EngineError;
 use crate::config::Metric;
 use crate::target::{Target, ThreadInfo};
 use pinlearn_policy::{ThreadKey, ThreadSample};
 use pinlearn_topology::CpuSet;
-use probe::{Heartbeats, Instructions, Schedstat};
+use probe::{FadingPeak, Heartbeats, Instructions, IoBytes, Schedstat, WaitingMaps};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -99,6 +101,10 @@ struct LiveThread {
     left_to_program: bool,
     schedstat: Option<Schedstat>,
     instructions: Option<Instructions>,
+    samples: Option<CpuSamples>,
+    io: Option<IoBytes>,
+    /// What scored the thread in the last period.
+    scoring: Option<crate::target::Scoring>,
     /// Periods since the thread was first seen.
     age: u32,
 }
@@ -139,10 +145,28 @@ pub struct LiveProcess {
     beating: HashSet<u32>,
     /// The application's progress over the last observed period.
     progress: Option<f64>,
+    /// The share of its sampled CPU time in waiting code, last period.
+    waiting: Option<f64>,
     last_observe: Option<Instant>,
     nominal_period_s: f64,
     /// OS index of each layout node's memory (memory binding on).
     memory_nodes: Option<Vec<u32>>,
+    /// CPU-clock sampling (metrics `useful` and `heartbeat`): the waiting
+    /// code of each process, the sampling period and ring size.
+    sampling: Option<SamplingSetup>,
+    /// The peak I/O rate (metric `io`).
+    io_peak: FadingPeak,
+}
+
+/// How threads are sampled.
+struct SamplingSetup {
+    waiting: WaitingMaps,
+    period_ns: u64,
+    ring_bytes: usize,
+    /// A thread could not be sampled (said once).
+    refused: bool,
+    /// Instruction pointers of one thread's period (reused).
+    scratch: Vec<u64>,
 }
 
 impl LiveProcess {
@@ -172,10 +196,43 @@ impl LiveProcess {
             heartbeats: Heartbeats::default(),
             beating: HashSet::new(),
             progress: None,
+            waiting: None,
             last_observe: None,
             nominal_period_s: period_s,
             memory_nodes: None,
+            sampling: None,
+            io_peak: FadingPeak::default(),
         }
+    }
+
+    /// Samples every thread's CPU clock `rate_hz` times a second of its CPU
+    /// time and tells waiting from work by `rules` (metrics `useful` and
+    /// `heartbeat`; other metrics ignore it).
+    /// Rules that do not compile (settings not validated) leave the threads
+    /// unsampled, with a note.
+    pub fn with_sampling(mut self, settings: &crate::config::Sampling) -> Self {
+        if !matches!(self.metric, Metric::Useful | Metric::Heartbeat) {
+            return self;
+        }
+        let rules = match settings.waiting.compile() {
+            Ok(rules) => rules,
+            Err(why) => {
+                self.notes.push(format!("{why}; threads are not sampled"));
+                return self;
+            }
+        };
+        let rate = f64::from(settings.rate_hz.max(1));
+        // Room for two periods of samples of a thread running all the time
+        // (16 bytes each), at least a page.
+        let bytes = (rate * self.nominal_period_s * 2.0 * 16.0).ceil() as usize;
+        self.sampling = Some(SamplingSetup {
+            waiting: WaitingMaps::new(rules),
+            period_ns: (1e9 / rate) as u64,
+            ring_bytes: bytes.clamp(4096, 1 << 20).next_power_of_two(),
+            refused: false,
+            scratch: Vec::new(),
+        });
+        self
     }
 
     /// Enables memory binding: layout node `i` is OS memory node `nodes[i]`.
@@ -248,6 +305,9 @@ impl LiveProcess {
     pub fn take_notes(&mut self) -> Vec<String> {
         let mut notes = std::mem::take(&mut self.notes);
         notes.extend(self.heartbeats.take_notes());
+        if let Some(sampling) = self.sampling.as_mut() {
+            notes.extend(sampling.waiting.take_notes());
+        }
         notes
     }
 
@@ -324,6 +384,28 @@ impl LiveProcess {
             Metric::Instructions => Some(Instructions::open(tid).ok()?),
             _ => None,
         };
+        let io = match self.metric {
+            Metric::Io => Some(IoBytes::open(pid, tid).ok()?),
+            _ => None,
+        };
+        let samples = match self.sampling.as_mut() {
+            Some(sampling) => match CpuSamples::open(tid, sampling.period_ns, sampling.ring_bytes) {
+                Ok(samples) => Some(samples),
+                Err(_) if thread_ended(pid, tid) => return None,
+                Err(e) => {
+                    if !sampling.refused {
+                        sampling.refused = true;
+                        let note = format!(
+                            "cannot sample thread {tid} of process {pid} (perf_event_open: {e}); threads that cannot be sampled are scored by run share"
+                        );
+                        eprintln!("pinlearn: {note}");
+                        self.notes.push(note);
+                    }
+                    None
+                }
+            },
+            None => None,
+        };
         if original != found_on {
             // It inherited a pin of pinlearn's: restore it even if
             // pinlearn never moves it. A journal that cannot be written
@@ -338,6 +420,9 @@ impl LiveProcess {
             found_on,
             schedstat,
             instructions,
+            samples,
+            io,
+            scoring: None,
             age: 0,
         })
     }
@@ -414,39 +499,85 @@ impl LiveProcess {
     /// the heartbeat rates of the threads that beat; threads whose probe
     /// fails (they ended) are forgotten.
     fn measure(&mut self, samples: &mut Vec<ThreadSample>, period_s: f64) -> Measured {
+        use crate::target::Scoring;
         let pids: HashSet<u32> = self.threads.values().map(|t| t.who.pid).collect();
         self.heartbeats.refresh(&pids);
         let rates = self.heartbeats.rates(period_s, &mut self.beating);
+        if let Some(sampling) = self.sampling.as_mut() {
+            sampling.waiting.retain(&pids);
+        }
         let period_ns = period_s * 1e9;
         let mut measured = Measured::default();
         let mut gone = Vec::new();
+        let mut stale_code = HashSet::new();
         for (&key, thread) in self.threads.iter_mut().filter(|(_, thread)| !thread.left_to_program) {
-            let cpu_share = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
-                Some(Ok(share)) => {
-                    measured.ran_ns += thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns);
-                    share
-                }
-                Some(Err(_)) if thread_ended(thread.who.pid, thread.who.tid) => {
+            let pid = thread.who.pid;
+            let (cpu_share, ran_ns) = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
+                Some(Ok(share)) => (share, thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns)),
+                Some(Err(_)) if thread_ended(pid, thread.who.tid) => {
                     gone.push(thread.who.tid);
                     continue;
                 }
                 // Alive but unreadable this time: no speed, nothing forgotten.
-                Some(Err(_)) => None,
-                None => None,
+                Some(Err(_)) | None => (None, 0),
             };
-            let speed = match self.metric {
+            measured.ran_ns += ran_ns;
+            // The share of its recent samples in working code, when sampled.
+            let work_share = match (thread.samples.as_mut(), self.sampling.as_mut()) {
+                (Some(probe), Some(sampling)) => match sampling.waiting.of(pid) {
+                    Some(code) => {
+                        probe.take(code, &mut sampling.scratch);
+                        if probe.unmapped > 0 {
+                            stale_code.insert(pid);
+                        }
+                        probe.work_share()
+                    }
+                    None => {
+                        // Maps unreadable: drain the ring, score by run share.
+                        probe.take(&WaitingCode::default(), &mut sampling.scratch);
+                        None
+                    }
+                },
+                _ => None,
+            };
+            measured.useful_ns += ran_ns as f64 * work_share.unwrap_or(1.0);
+            if let Some(work) = work_share {
+                measured.sampled_ns += ran_ns as f64;
+                measured.sampled_waiting_ns += ran_ns as f64 * (1.0 - work);
+            }
+            let (speed, source) = match self.metric {
                 Metric::Instructions => match thread.instructions.as_mut().map(|c| c.gips(period_s)) {
-                    Some(Ok(gips)) => gips,
-                    _ if thread_ended(thread.who.pid, thread.who.tid) => {
+                    Some(Ok(gips)) => (gips, "instructions"),
+                    _ if thread_ended(pid, thread.who.tid) => {
                         gone.push(thread.who.tid);
                         continue;
                     }
-                    _ => None,
+                    _ => (None, "instructions"),
                 },
                 // Threads that beat get their rate, relative to the peak, in observe.
-                Metric::Heartbeat if self.beating.contains(&thread.who.tid) => None,
-                _ => cpu_share,
+                Metric::Heartbeat if self.beating.contains(&thread.who.tid) => (None, "heartbeat"),
+                Metric::Io => match thread.io.as_mut().map(|io| io.rate(period_s)) {
+                    Some(Ok(rate)) => {
+                        if let Some(rate) = rate {
+                            measured.io_rates.push((samples.len(), rate));
+                        }
+                        (None, "io")
+                    }
+                    _ if thread_ended(pid, thread.who.tid) => {
+                        gone.push(thread.who.tid);
+                        continue;
+                    }
+                    _ => (None, "io"),
+                },
+                _ => match work_share {
+                    Some(work) => (cpu_share.map(|share| share * work), "useful"),
+                    None => (cpu_share, "cpu"),
+                },
             };
+            thread.scoring = Some(Scoring {
+                source,
+                waiting_share: work_share.map(|work| 1.0 - work),
+            });
             if let Some(&rate) = rates.get(&thread.who.tid) {
                 measured.beat_rates.push((samples.len(), rate));
             }
@@ -454,6 +585,11 @@ impl LiveProcess {
         }
         for tid in gone {
             self.forget(tid);
+        }
+        if let Some(sampling) = self.sampling.as_mut() {
+            for pid in stale_code {
+                sampling.waiting.refresh_if_stale(pid);
+            }
         }
         measured
     }
@@ -479,6 +615,13 @@ struct Measured {
     beat_rates: Vec<(usize, f64)>,
     /// Nanoseconds the threads ran (schedstat).
     ran_ns: u64,
+    /// Of those, the nanoseconds in working code (all of them unsampled).
+    useful_ns: f64,
+    /// Nanoseconds run by sampled threads, and of those in waiting code.
+    sampled_ns: f64,
+    sampled_waiting_ns: f64,
+    /// (sample index, bytes per second) of every thread (metric `io`).
+    io_rates: Vec<(usize, f64)>,
 }
 
 impl Target for LiveProcess {
@@ -496,23 +639,43 @@ impl Target for LiveProcess {
         self.refresh_names();
         let measured = self.measure(samples, period_s);
 
-        // Progress for the guard: beats per second where the program beats,
-        // instructions per second with counters, else the CPU time it got.
+        // Progress for the guard, the best source there is: beats per
+        // second where the program beats, bytes per second (io), instructions
+        // per second with counters, else the CPU time it got in working code
+        // (all of it when not sampled).
         let rates: Vec<f64> = measured.beat_rates.iter().map(|&(_, rate)| rate).collect();
+        let io: Vec<f64> = measured.io_rates.iter().map(|&(_, rate)| rate).collect();
         self.progress = if !rates.is_empty() {
             Some(rates.iter().sum())
+        } else if self.metric == Metric::Io {
+            Some(io.iter().sum())
         } else if self.metric == Metric::Instructions {
             Some(samples.iter().filter_map(|s| s.speed).sum())
         } else {
-            Some(measured.ran_ns as f64 / (period_s * 1e9))
+            Some(measured.useful_ns / (period_s * 1e9))
         };
+        self.waiting = (measured.sampled_ns > 0.0).then(|| measured.sampled_waiting_ns / measured.sampled_ns);
         if self.metric == Metric::Heartbeat {
             let speeds = self.heartbeats.relative_speeds(&rates);
             for (&(index, _), speed) in measured.beat_rates.iter().zip(speeds) {
                 samples[index].speed = speed;
             }
         }
+        if self.metric == Metric::Io {
+            let speeds = self.io_peak.relative(&io);
+            for (&(index, _), speed) in measured.io_rates.iter().zip(speeds) {
+                samples[index].speed = speed;
+            }
+        }
         Ok(())
+    }
+
+    fn waiting(&self) -> Option<f64> {
+        self.waiting
+    }
+
+    fn scoring(&self, key: ThreadKey) -> Option<crate::target::Scoring> {
+        self.threads.get(&key).and_then(|thread| thread.scoring)
     }
 
     /// The OS's place (every allowed CPU) means the thread's own mask: the

@@ -6,10 +6,22 @@
 //!                   speed = Δrun / (Δrun + Δwait)          share of runnable time spent running
 //!     Instructions  perf_event_open(INSTRUCTIONS, tid)
 //!                   speed = Δinstructions / Δt / 1e9       (GIPS)
+//!     CpuSamples    perf_event_open(CPU_CLOCK, tid) sampling instruction pointers (software
+//!                   event: no hardware counters needed); each sample classified by
+//!                   WaitingCode (waiting.rs) as waiting or work
+//!                   speed = run share × work share          (useful share of runnable time)
+//!     IoBytes       /proc/PID/task/TID/io read_bytes + write_bytes... (rchar + wchar)
+//!                   speed = Δbytes / Δt / (recent peak rate)
 //!   every period, per process:
 //!     Heartbeats    the pinlearn-heartbeat channel of each process
 //!                   rate = Δbeats / Δt per beating thread; speed = rate / (recent peak rate)
 //! ```
+//!
+//! Why samples: threads that spin at a barrier (OpenMP's default wait, spin
+//! locks, MPI progress loops) run all the time, so their run share looks
+//! like progress wherever they are; the samples that fall in the waiting
+//! code tell spinning from working (75% of an OpenMP program's samples were
+//! in libgomp next to another job, 21% in its own loops: DESIGN.md §4).
 //!
 //! Why `run / (run + wait)` and not run time alone: threads that meet at a
 //! barrier run the same time per round wherever they are, so run time does not
@@ -22,7 +34,9 @@
 //! the file on every read: with 64 threads at 50 ms that difference is most of
 //! the manager's own CPU time.
 
+use super::waiting::{CodeKind, CompiledRules, WaitingCode, read_mapped_file};
 use crate::config::Metric;
+use perf_event::Sampler;
 use pinlearn_heartbeat::HeartbeatReader;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -116,6 +130,264 @@ impl Instructions {
     }
 }
 
+/// Sample counts fade by half a period, so a share rests on a few periods
+/// of samples when a thread ran little.
+const SAMPLE_FADE: f64 = 0.5;
+
+/// PERF_RECORD_SAMPLE and PERF_RECORD_LOST (linux/perf_event.h).
+const RECORD_SAMPLE: u32 = 9;
+const RECORD_LOST: u32 = 2;
+
+/// CPU-clock sampling of one thread (user-mode instruction pointers).
+pub struct CpuSamples {
+    sampler: Sampler,
+    /// Work and waiting samples, fading by [`SAMPLE_FADE`] a period.
+    work: f64,
+    waiting: f64,
+    /// Samples of this period outside every known code mapping.
+    pub unmapped: u64,
+    /// Samples the kernel dropped (ring full) over the run.
+    pub lost: u64,
+}
+
+impl CpuSamples {
+    /// One sample every `period_ns` of the thread's CPU time; the ring holds
+    /// `ring_bytes` (a power of two, at least a page).
+    pub fn open(tid: u32, period_ns: u64, ring_bytes: usize) -> io::Result<Self> {
+        let sampler = perf_event::Builder::new(perf_event::events::Software::CPU_CLOCK)
+            .observe_pid(tid as i32)
+            .any_cpu()
+            .exclude_kernel(true)
+            .exclude_hv(true)
+            .sample_period(period_ns.max(10_000))
+            .sample(perf_event::SampleFlag::IP)
+            .build()?
+            .sampled(ring_bytes)?;
+        let mut samples = CpuSamples {
+            sampler,
+            work: 0.0,
+            waiting: 0.0,
+            unmapped: 0,
+            lost: 0,
+        };
+        samples.sampler.enable()?;
+        Ok(samples)
+    }
+
+    /// Moves the instruction pointers of every sample in the ring to `ips`.
+    pub fn drain(&mut self, ips: &mut Vec<u64>) {
+        while let Some(record) = self.sampler.next_record() {
+            match record.ty() {
+                RECORD_SAMPLE => {
+                    let mut ip = [0u8; 8];
+                    let mut filled = 0;
+                    for part in record.data() {
+                        let n = part.len().min(8 - filled);
+                        ip[filled..filled + n].copy_from_slice(&part[..n]);
+                        filled += n;
+                    }
+                    if filled == 8 {
+                        ips.push(u64::from_ne_bytes(ip));
+                    }
+                }
+                RECORD_LOST => self.lost += 1,
+                _ => {}
+            }
+        }
+    }
+
+    /// Takes every sample in the ring and classifies it with `code`;
+    /// `scratch` is reused between calls.
+    pub fn take(&mut self, code: &WaitingCode, scratch: &mut Vec<u64>) {
+        scratch.clear();
+        self.drain(scratch);
+        let (mut work, mut waiting) = (0u64, 0u64);
+        self.unmapped = 0;
+        for &ip in scratch.iter() {
+            match code.classify(ip) {
+                CodeKind::Waiting => waiting += 1,
+                CodeKind::Work => work += 1,
+                // Code mapped after the maps were read: work until known.
+                CodeKind::Unmapped => {
+                    work += 1;
+                    self.unmapped += 1;
+                }
+            }
+        }
+        self.work = self.work * SAMPLE_FADE + work as f64;
+        self.waiting = self.waiting * SAMPLE_FADE + waiting as f64;
+    }
+
+    /// The share of recent samples in working code, `None` before any sample.
+    pub fn work_share(&self) -> Option<f64> {
+        let all = self.work + self.waiting;
+        (all >= 1.0).then(|| self.work / all)
+    }
+}
+
+/// Whether this kernel lets pinlearn sample a thread's CPU clock: `Err`
+/// carries the reason to tell the user once.
+pub fn sampling_supported() -> Result<(), String> {
+    let tid = nix::unistd::gettid().as_raw() as u32;
+    match CpuSamples::open(tid, 1_000_000, 4096) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!(
+            "CPU-clock sampling is refused here (perf_event_open: {e}; see /proc/sys/kernel/perf_event_paranoid)"
+        )),
+    }
+}
+
+/// The waiting code of every sampled process, rebuilt when samples fall in
+/// code mapped since (at most once a second per process).
+pub struct WaitingMaps {
+    rules: CompiledRules,
+    processes: HashMap<u32, (WaitingCode, std::time::Instant)>,
+    /// Processes whose maps cannot be read (their samples are not used).
+    unreadable: HashSet<u32>,
+    notes: Vec<String>,
+}
+
+impl WaitingMaps {
+    pub fn new(rules: CompiledRules) -> Self {
+        WaitingMaps {
+            rules,
+            processes: HashMap::new(),
+            unreadable: HashSet::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The waiting code of `pid`, read now if not known; `None` when its
+    /// maps cannot be read (said once).
+    pub fn of(&mut self, pid: u32) -> Option<&WaitingCode> {
+        if self.unreadable.contains(&pid) {
+            return None;
+        }
+        if !self.processes.contains_key(&pid) {
+            let code = self.read(pid)?;
+            self.processes.insert(pid, (code, std::time::Instant::now()));
+        }
+        self.processes.get(&pid).map(|(code, _)| code)
+    }
+
+    /// Reads `pid`'s maps again if samples fell outside its known code and
+    /// the last read is over a second old.
+    pub fn refresh_if_stale(&mut self, pid: u32) {
+        let stale = self
+            .processes
+            .get(&pid)
+            .is_some_and(|(_, built)| built.elapsed().as_secs_f64() >= 1.0);
+        if stale && let Some(code) = self.read(pid) {
+            self.processes.insert(pid, (code, std::time::Instant::now()));
+        }
+    }
+
+    fn read(&mut self, pid: u32) -> Option<WaitingCode> {
+        let built = std::fs::read(format!("/proc/{pid}/maps"))
+            .map_err(|e| e.to_string())
+            .and_then(|text| {
+                WaitingCode::build(&text, &self.rules, &mut |path, start, end| {
+                    read_mapped_file(pid, path, start, end)
+                })
+            });
+        match built {
+            Ok(code) => {
+                let known = self
+                    .processes
+                    .get(&pid)
+                    .map(|(c, _)| c.unreadable.clone())
+                    .unwrap_or_default();
+                for file in code.unreadable.iter().filter(|f| !known.contains(f)) {
+                    self.say(format!(
+                        "process {pid}: cannot read {file}; samples in its waiting functions count as work"
+                    ));
+                }
+                Some(code)
+            }
+            Err(why) => {
+                if self.unreadable.insert(pid) {
+                    self.say(format!(
+                        "process {pid}: cannot read its memory map ({why}); its threads are scored by run share"
+                    ));
+                }
+                None
+            }
+        }
+    }
+
+    fn say(&mut self, note: String) {
+        eprintln!("pinlearn: {note}");
+        self.notes.push(note);
+    }
+
+    /// Drops processes no longer supervised.
+    pub fn retain(&mut self, pids: &HashSet<u32>) {
+        self.processes.retain(|pid, _| pids.contains(pid));
+        self.unreadable.retain(|pid| pids.contains(pid));
+    }
+
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+}
+
+/// Bytes one thread read and wrote (`rchar` + `wchar` of
+/// /proc/PID/task/TID/io: every read and write, pipes and sockets
+/// included, not only the block device's), through a kept file descriptor.
+pub struct IoBytes {
+    file: File,
+    last: Option<u64>,
+}
+
+impl IoBytes {
+    pub fn open(pid: u32, tid: u32) -> io::Result<Self> {
+        Ok(IoBytes {
+            file: File::open(format!("/proc/{pid}/task/{tid}/io"))?,
+            last: None,
+        })
+    }
+
+    /// Bytes per second since the last call (`None` on the first).
+    pub fn rate(&mut self, period_s: f64) -> io::Result<Option<f64>> {
+        let mut buf = [0u8; 512];
+        let n = self.file.read_at(&mut buf, 0)?;
+        let now =
+            parse_io_bytes(&buf[..n]).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed io file"))?;
+        let rate = self.last.map(|before| now.saturating_sub(before) as f64 / period_s);
+        self.last = Some(now);
+        Ok(rate)
+    }
+}
+
+/// `rchar + wchar` of an io file.
+fn parse_io_bytes(text: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(text).ok()?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':')?.trim().parse::<u64>().ok())
+    };
+    Some(field("rchar")?.saturating_add(field("wchar")?))
+}
+
+/// Speeds relative to a recent peak: the fastest rate of this period, or
+/// the previous peak fading by 1% a period (so one early burst does not
+/// shrink every later speed).
+#[derive(Default)]
+pub struct FadingPeak {
+    peak: f64,
+}
+
+impl FadingPeak {
+    pub fn relative(&mut self, rates: &[f64]) -> Vec<Option<f64>> {
+        let fastest = rates.iter().copied().fold(0.0, f64::max);
+        self.peak = fastest.max(self.peak * BEAT_PEAK_FADE);
+        rates
+            .iter()
+            .map(|&rate| (self.peak > 0.0).then(|| rate / self.peak))
+            .collect()
+    }
+}
+
 /// The heartbeat channels of the supervised processes and the last count
 /// of every beating thread.
 #[derive(Default)]
@@ -125,8 +397,8 @@ pub struct Heartbeats {
     counts: Vec<(u32, u64)>,
     /// Count at the previous read, by tid.
     last: HashMap<u32, u64>,
-    /// The peak rate speeds are relative to (fading by 1% a period).
-    peak_rate: f64,
+    /// The peak rate speeds are relative to.
+    peak: FadingPeak,
     /// Processes whose channel is not trusted (not read again).
     ignored: HashSet<u32>,
     /// Notes about ignored channels not yet taken.
@@ -197,16 +469,9 @@ impl Heartbeats {
         rates
     }
 
-    /// Turns rates into speeds relative to a recent peak: the fastest rate
-    /// of this period, or the previous peak fading by 1% a period (so one
-    /// early burst does not shrink every later speed).
+    /// Turns rates into speeds relative to a recent peak ([`FadingPeak`]).
     pub fn relative_speeds(&mut self, rates: &[f64]) -> Vec<Option<f64>> {
-        let fastest = rates.iter().copied().fold(0.0, f64::max);
-        self.peak_rate = fastest.max(self.peak_rate * BEAT_PEAK_FADE);
-        rates
-            .iter()
-            .map(|&rate| (self.peak_rate > 0.0).then(|| rate / self.peak_rate))
-            .collect()
+        self.peak.relative(rates)
     }
 
     /// Forgets the count of a thread that ended (its tid may come back as
@@ -228,11 +493,30 @@ pub fn instructions_supported() -> Result<(), String> {
 }
 
 /// Picks the metric to use for `requested`, with a note to print once when
-/// `auto` had to fall back or `instructions` cannot work.
+/// it had to fall back. `auto` takes, in this order, the first that works
+/// here: `useful` (CPU-clock samples: needs only software perf events),
+/// `instructions` (hardware counters), `cpu` (schedstat run share). An
+/// explicit `useful` the kernel refuses falls back to `cpu`; an explicit
+/// `instructions` that cannot work is an error.
 pub fn resolve_metric(requested: Metric) -> Result<(Metric, Option<String>), String> {
     match requested {
-        Metric::Auto => match instructions_supported() {
-            Ok(()) => Ok((Metric::Instructions, None)),
+        Metric::Auto => match sampling_supported() {
+            Ok(()) => Ok((Metric::Useful, None)),
+            Err(no_samples) => match instructions_supported() {
+                Ok(()) => Ok((
+                    Metric::Instructions,
+                    Some(format!("{no_samples}; using the instructions metric")),
+                )),
+                Err(no_counters) => Ok((
+                    Metric::Cpu,
+                    Some(format!(
+                        "{no_samples}; {no_counters}; using the cpu metric (schedstat run share)"
+                    )),
+                )),
+            },
+        },
+        Metric::Useful => match sampling_supported() {
+            Ok(()) => Ok((Metric::Useful, None)),
             Err(why) => Ok((
                 Metric::Cpu,
                 Some(format!("{why}; using the cpu metric (schedstat run share)")),
@@ -295,7 +579,8 @@ mod tests {
     fn auto_metric_always_resolves() {
         let (metric, note) = resolve_metric(Metric::Auto).unwrap();
         match metric {
-            Metric::Instructions => assert!(note.is_none()),
+            Metric::Useful => assert!(note.is_none()),
+            Metric::Instructions => assert!(note.unwrap().contains("sampling is refused")),
             Metric::Cpu => assert!(note.unwrap().contains("not available")),
             other => panic!("auto resolved to {other}"),
         }
