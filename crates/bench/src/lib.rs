@@ -54,6 +54,9 @@ pub struct BenchOptions {
     pub workload_args: Option<String>,
     /// Multiply each preset's amount of work by this factor.
     pub scale: Option<f64>,
+    /// The workloads report no heartbeats (`pinlearn work --no-heartbeats`):
+    /// pinlearn sees them as unmodified programs.
+    pub no_heartbeats: bool,
     /// None: the matrix's (or os, static, learn).
     pub schedulers: Option<Vec<Scheduler>>,
     /// None: the matrix's (or the quick matrix).
@@ -82,6 +85,7 @@ impl Default for BenchOptions {
             workloads: Vec::new(),
             workload_args: None,
             scale: None,
+            no_heartbeats: false,
             schedulers: None,
             scenarios: None,
             matrix: None,
@@ -239,7 +243,12 @@ struct Traces {
 
 impl Plan {
     fn new(options: &BenchOptions, exe: &Path) -> Result<Self, BenchError> {
-        let workloads = workload::select(&options.workloads, options.workload_args.as_deref(), options.scale)?;
+        let mut workloads = workload::select(&options.workloads, options.workload_args.as_deref(), options.scale)?;
+        if options.no_heartbeats {
+            for workload in &mut workloads {
+                workload.args.push("--no-heartbeats".into());
+            }
+        }
         let scenarios = match (&options.scenarios, options.matrix) {
             (Some(list), _) => list.clone(),
             (None, Some(Matrix::Full)) => Scenario::full_matrix(),

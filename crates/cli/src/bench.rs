@@ -27,6 +27,9 @@ pub struct BenchArgs {
     /// learner's first probe comes after ~4.5 s, so its wins need runs of 10 s or more)
     #[arg(long, value_name = "F")]
     pub scale: Option<f64>,
+    /// The workloads report no heartbeats (pinlearn sees them as unmodified programs)
+    #[arg(long)]
+    pub no_heartbeats: bool,
     /// Schedulers, comma-separated: os, static, learn[:OBJECTIVE], best-static, each but
     /// best-static with an optional @METRIC [default: os,static,learn; --matrix quick
     /// os,learn; full adds best-static]
@@ -79,6 +82,7 @@ impl BenchArgs {
             workloads: self.workload.clone(),
             workload_args: self.workload_args.clone(),
             scale: self.scale,
+            no_heartbeats: self.no_heartbeats,
             schedulers: self.schedulers.clone().map(|list| list.0),
             scenarios: self.scenarios.clone().map(|list| list.0),
             matrix: self.matrix,

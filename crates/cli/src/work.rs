@@ -33,6 +33,9 @@ pub struct WorkArgs {
     /// Hide the progress bar and the summary
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Report no progress to pinlearn (no heartbeat channel), like an unmodified program
+    #[arg(long, global = true)]
+    pub no_heartbeats: bool,
 }
 
 /// The workloads, with their own options.
@@ -232,6 +235,7 @@ impl WorkArgs {
             threads: self.threads,
             seed: self.seed,
             progress: !self.quiet,
+            heartbeats: !self.no_heartbeats,
         }
     }
 }

@@ -192,3 +192,16 @@ fn best_static_searches_pins_and_plots() {
         assert!(svg.contains("<svg"), "{file}");
     }
 }
+
+#[test]
+fn no_heartbeats_reaches_every_workload_command() {
+    let out = std::process::Command::new(pinlearn_binary())
+        .args(["bench", "--dry-run", "--workload", "aco,stream", "--no-heartbeats"])
+        .output()
+        .expect("pinlearn bench");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let commands: Vec<&str> = text.lines().filter(|l| l.contains("pinlearn work")).collect();
+    assert_eq!(commands.len(), 2, "{text}");
+    assert!(commands.iter().all(|l| l.ends_with("--no-heartbeats")), "{text}");
+}

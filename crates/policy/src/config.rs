@@ -122,7 +122,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 17] = [
+        let checks: [(&'static str, f64, bool, &'static str); 18] = [
             ("pla.step", self.pla.step, open_closed(self.pla.step), "in (0, 1]"),
             (
                 "pla.lambda",
@@ -186,6 +186,12 @@ impl LearnConfig {
                 self.guard.assumed_loss,
                 closed(self.guard.assumed_loss),
                 "in [0, 1]",
+            ),
+            (
+                "guard.decisive",
+                self.guard.decisive,
+                self.guard.decisive >= self.guard.margin && self.guard.decisive.is_finite(),
+                ">= guard.margin",
             ),
             (
                 "guard.blind_waiting",

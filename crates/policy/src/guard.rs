@@ -10,7 +10,8 @@
 //!        probe > mean(before, after) · (1 + margin) ?
 //!          yes ─► the probe's arm becomes champion, and the old one is
 //!                 probed again right after one window (a lucky window
-//!                 must not decide for long)
+//!                 must not decide for long), unless the probe won by
+//!                 more than `decisive` (50%)
 //!          no  ─► the champion stays; the probe's loss is added to `spent`
 //!
 //!   next probe once the run can afford it:
@@ -74,6 +75,10 @@ pub struct GuardConfig {
     /// turns it off. Needs a target that tells waiting from work (the
     /// `useful` metric).
     pub blind_waiting: f64,
+    /// A probe that beats the champion by more than this share takes over
+    /// without the old champion being probed again right after; a smaller
+    /// win is confirmed at once. At least `margin`.
+    pub decisive: f64,
 }
 
 impl Default for GuardConfig {
@@ -87,6 +92,7 @@ impl Default for GuardConfig {
             max_gap: 64,
             first: Arm::Os,
             blind_waiting: 0.25,
+            decisive: 0.5,
         }
     }
 }
@@ -263,7 +269,12 @@ impl Guard {
                     self.champion = self.champion.other();
                     self.stats.switches += 1;
                     self.other = Some(base);
-                    self.confirm = true;
+                    // A lucky window must not decide for long: the old
+                    // champion is probed again at once, unless the win was
+                    // decisive (where Linux is blind, the learner's probe
+                    // more than doubles the progress, and every probe of
+                    // Linux costs most of a window).
+                    self.confirm = probe < base * (1.0 + self.cfg.decisive);
                     self.since_probe = 0;
                     self.before = Some(probe);
                     self.window_arm = self.champion;

@@ -29,6 +29,8 @@ pub struct Common {
     pub threads: usize,
     pub seed: u64,
     progress: ProgressBar,
+    /// Beat the pinlearn heartbeat channel on finished work.
+    heartbeats: bool,
 }
 
 impl Common {
@@ -52,7 +54,15 @@ impl Common {
             threads,
             seed,
             progress,
+            heartbeats: true,
         })
+    }
+
+    /// Reports no progress to pinlearn (no heartbeat channel is created):
+    /// the workload is then as silent as an unmodified program.
+    pub fn without_heartbeats(mut self) -> Self {
+        self.heartbeats = false;
+        self
     }
 
     /// Sets the label and the number of work units expected (0 = unknown).
@@ -65,7 +75,9 @@ impl Common {
 
     /// Records `units` of finished work for the calling thread.
     pub fn work_done(&self, units: u64) {
-        pinlearn_heartbeat::beat(units);
+        if self.heartbeats {
+            pinlearn_heartbeat::beat(units);
+        }
         self.progress.inc(units);
     }
 

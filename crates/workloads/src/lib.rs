@@ -57,6 +57,9 @@ pub struct Work {
     pub seed: u64,
     /// Draw a progress bar on stderr (when it is a terminal).
     pub progress: bool,
+    /// Report progress through a pinlearn heartbeat channel (off: the
+    /// program reports nothing, like an unmodified one).
+    pub heartbeats: bool,
 }
 
 /// The workloads, with their own options.
@@ -107,7 +110,10 @@ fn to_fields(report: impl serde::Serialize) -> Map<String, Value> {
 /// threads than asked, overrides the requested count).
 pub fn run(cmd: &Work) -> Result<Value, WorkError> {
     let threads = cmd.threads.unwrap_or_else(default_threads);
-    let common = Common::new(threads, cmd.seed, !cmd.progress)?;
+    let mut common = Common::new(threads, cmd.seed, !cmd.progress)?;
+    if !cmd.heartbeats {
+        common = common.without_heartbeats();
+    }
     let started = Instant::now();
     let fields = match &cmd.workload {
         Workload::Aco(opts) => to_fields(aco::run(opts, &common)?),
@@ -183,6 +189,7 @@ mod tests {
             threads: Some(threads),
             seed: 1,
             progress: false,
+            heartbeats: true,
         }
     }
 

@@ -109,6 +109,12 @@ struct LiveThread {
     age: u32,
 }
 
+/// A thread switched to fewer times a second than this is sampled every
+/// period (sampling costs a timer on every switch to the thread, which in a
+/// virtual machine means exits to the hypervisor); more often, only in one
+/// period of `[sampling] every`.
+const CHEAP_SLICES_PER_S: f64 = 1000.0;
+
 /// Threads usually name themselves right after they start: re-read the
 /// name during this many periods.
 const NAME_PERIODS: u32 = 5;
@@ -167,6 +173,10 @@ struct SamplingSetup {
     refused: bool,
     /// Instruction pointers of one thread's period (reused).
     scratch: Vec<u64>,
+    /// Sample during one period in this many.
+    every: u64,
+    /// Periods observed so far.
+    observed: u64,
 }
 
 impl LiveProcess {
@@ -231,6 +241,8 @@ impl LiveProcess {
             ring_bytes: bytes.clamp(4096, 1 << 20).next_power_of_two(),
             refused: false,
             scratch: Vec::new(),
+            every: u64::from(settings.every.max(1)),
+            observed: 0,
         });
         self
     }
@@ -510,6 +522,11 @@ impl LiveProcess {
         let mut measured = Measured::default();
         let mut gone = Vec::new();
         let mut stale_code = HashSet::new();
+        // Whether the threads are sampled during the period that starts now.
+        let sample_next = self.sampling.as_mut().is_some_and(|sampling| {
+            sampling.observed += 1;
+            sampling.observed % sampling.every == 0
+        });
         for (&key, thread) in self.threads.iter_mut().filter(|(_, thread)| !thread.left_to_program) {
             let pid = thread.who.pid;
             let (cpu_share, ran_ns) = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
@@ -524,20 +541,29 @@ impl LiveProcess {
             measured.ran_ns += ran_ns;
             // The share of its recent samples in working code, when sampled.
             let work_share = match (thread.samples.as_mut(), self.sampling.as_mut()) {
-                (Some(probe), Some(sampling)) => match sampling.waiting.of(pid) {
-                    Some(code) => {
-                        probe.take(code, &mut sampling.scratch);
-                        if probe.unmapped > 0 {
-                            stale_code.insert(pid);
+                (Some(probe), Some(sampling)) => {
+                    // A thread switched to rarely (it spins, or computes) is
+                    // cheap to sample: always; one that sleeps and wakes
+                    // often only in the duty periods. An error here means
+                    // the thread ended: measured below.
+                    let slices = thread.schedstat.as_ref().map_or(0, Schedstat::slices) as f64;
+                    let cheap = slices < CHEAP_SLICES_PER_S * period_s;
+                    let _ = probe.set_enabled(sample_next || cheap);
+                    match sampling.waiting.of(pid) {
+                        Some(code) => {
+                            probe.take(code, &mut sampling.scratch);
+                            if probe.unmapped > 0 {
+                                stale_code.insert(pid);
+                            }
+                            probe.work_share()
                         }
-                        probe.work_share()
+                        None => {
+                            // Maps unreadable: drain the ring, score by run share.
+                            probe.take(&WaitingCode::default(), &mut sampling.scratch);
+                            None
+                        }
                     }
-                    None => {
-                        // Maps unreadable: drain the ring, score by run share.
-                        probe.take(&WaitingCode::default(), &mut sampling.scratch);
-                        None
-                    }
-                },
+                }
                 _ => None,
             };
             measured.useful_ns += ran_ns as f64 * work_share.unwrap_or(1.0);

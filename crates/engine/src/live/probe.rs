@@ -53,9 +53,11 @@ const MIN_RUNNABLE_SHARE: f64 = 0.02;
 /// One thread's schedstat file.
 pub struct Schedstat {
     file: File,
-    last: Option<(u64, u64)>,
+    last: Option<(u64, u64, u64)>,
     /// Run ns between the last two reads of `run_share`.
     ran_ns: u64,
+    /// Times the thread was switched to between those reads.
+    slices: u64,
 }
 
 impl Schedstat {
@@ -65,11 +67,12 @@ impl Schedstat {
             file,
             last: None,
             ran_ns: 0,
+            slices: 0,
         })
     }
 
-    /// (run ns, wait ns) since the thread started.
-    pub fn read(&self) -> io::Result<(u64, u64)> {
+    /// (run ns, wait ns, times switched to) since the thread started.
+    pub fn read(&self) -> io::Result<(u64, u64, u64)> {
         let mut buf = [0u8; 96];
         let n = self.file.read_at(&mut buf, 0)?;
         parse_schedstat(&buf[..n]).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed schedstat"))
@@ -79,8 +82,9 @@ impl Schedstat {
     /// on the first call or when the thread was hardly runnable.
     pub fn run_share(&mut self, period_ns: f64) -> io::Result<Option<f64>> {
         let now = self.read()?;
-        self.ran_ns = self.last.map_or(0, |(run0, _)| now.0.saturating_sub(run0));
-        let share = self.last.and_then(|(run0, wait0)| {
+        self.ran_ns = self.last.map_or(0, |(run0, _, _)| now.0.saturating_sub(run0));
+        self.slices = self.last.map_or(0, |(_, _, slices0)| now.2.saturating_sub(slices0));
+        let share = self.last.and_then(|(run0, wait0, _)| {
             let run = now.0.saturating_sub(run0) as f64;
             let wait = now.1.saturating_sub(wait0) as f64;
             (run + wait >= MIN_RUNNABLE_SHARE * period_ns).then(|| run / (run + wait))
@@ -93,12 +97,17 @@ impl Schedstat {
     pub fn ran_ns(&self) -> u64 {
         self.ran_ns
     }
+
+    /// Times the thread was switched to between the last two reads.
+    pub fn slices(&self) -> u64 {
+        self.slices
+    }
 }
 
-fn parse_schedstat(text: &[u8]) -> Option<(u64, u64)> {
+fn parse_schedstat(text: &[u8]) -> Option<(u64, u64, u64)> {
     let text = std::str::from_utf8(text).ok()?;
     let mut fields = text.split_ascii_whitespace().map(str::parse::<u64>);
-    Some((fields.next()?.ok()?, fields.next()?.ok()?))
+    Some((fields.next()?.ok()?, fields.next()?.ok()?, fields.next()?.ok()?))
 }
 
 /// A hardware instruction counter of one thread.
@@ -130,8 +139,8 @@ impl Instructions {
     }
 }
 
-/// Sample counts fade by half a period, so a share rests on a few periods
-/// of samples when a thread ran little.
+/// Sample counts fade by half every sampled period, so a share rests on a
+/// few sampled periods when a thread ran little.
 const SAMPLE_FADE: f64 = 0.5;
 
 /// PERF_RECORD_SAMPLE and PERF_RECORD_LOST (linux/perf_event.h).
@@ -148,6 +157,8 @@ pub struct CpuSamples {
     pub unmapped: u64,
     /// Samples the kernel dropped (ring full) over the run.
     pub lost: u64,
+    /// Whether the kernel is sampling the thread now.
+    enabled: bool,
 }
 
 impl CpuSamples {
@@ -169,9 +180,24 @@ impl CpuSamples {
             waiting: 0.0,
             unmapped: 0,
             lost: 0,
+            enabled: false,
         };
-        samples.sampler.enable()?;
+        samples.set_enabled(true)?;
         Ok(samples)
+    }
+
+    /// Turns sampling on or off (a thread sampled costs a timer on every
+    /// switch to it and an interrupt per sample; off, nearly nothing).
+    pub fn set_enabled(&mut self, on: bool) -> io::Result<()> {
+        if on != self.enabled {
+            if on {
+                self.sampler.enable()?;
+            } else {
+                self.sampler.disable()?;
+            }
+            self.enabled = on;
+        }
+        Ok(())
     }
 
     /// Moves the instruction pointers of every sample in the ring to `ips`.
@@ -214,8 +240,12 @@ impl CpuSamples {
                 }
             }
         }
-        self.work = self.work * SAMPLE_FADE + work as f64;
-        self.waiting = self.waiting * SAMPLE_FADE + waiting as f64;
+        // Periods without samples (sampling off, or the thread did not
+        // run) keep the last estimate.
+        if work + waiting > 0 {
+            self.work = self.work * SAMPLE_FADE + work as f64;
+            self.waiting = self.waiting * SAMPLE_FADE + waiting as f64;
+        }
     }
 
     /// The share of recent samples in working code, `None` before any sample.
@@ -536,7 +566,8 @@ mod tests {
 
     #[test]
     fn parses_schedstat_lines() {
-        assert_eq!(parse_schedstat(b"123 456 7\n"), Some((123, 456)));
+        assert_eq!(parse_schedstat(b"123 456 7\n"), Some((123, 456, 7)));
+        assert_eq!(parse_schedstat(b"123 456\n"), None);
         assert_eq!(parse_schedstat(b"garbage"), None);
         assert_eq!(parse_schedstat(b""), None);
     }
