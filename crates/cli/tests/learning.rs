@@ -8,7 +8,6 @@
 mod common;
 
 use common::*;
-use std::process::Stdio;
 use std::sync::Mutex;
 
 /// These tests measure the machine: one at a time, or each one's load and
@@ -18,25 +17,6 @@ static MACHINE: Mutex<()> = Mutex::new(());
 /// The papers' learner: threads start round-robin, no guard windows.
 const PAPERS_LEARNER: &str =
     "[learn]\nstart = \"round-robin\"\n[learn.pla]\ninit_focus = 0.5\n[learn.guard]\nenabled = false\n";
-
-/// The first two CPUs this test may use, with a program in another session
-/// keeping the first one busy; `None` (the test is skipped, and says so)
-/// where fewer than 2 CPUs are allowed.
-fn hog_on_the_first_of_two_cpus() -> Option<(usize, usize, Guard)> {
-    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
-    if allowed.len() < 2 {
-        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
-        return None;
-    }
-    let mut cpus = allowed.iter();
-    let (first, second) = (cpus.next()?, cpus.next()?);
-    let hog = pinlearn()
-        .args(["load", "--setsid", "--cpus", &first.to_string()])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start the hog");
-    Some((first, second, Guard(hog)))
-}
 
 #[test]
 fn threads_leave_the_cpu_a_hog_occupies() {

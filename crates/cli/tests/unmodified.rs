@@ -38,25 +38,14 @@ fn build_stencil(dir: &Path) -> Option<PathBuf> {
 #[test]
 fn spinning_openmp_threads_get_the_free_cpu_and_beat_linux() {
     let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
-    if allowed.len() < 2 {
-        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let Some(stencil) = build_stencil(dir.path()) else {
         return;
     };
-    let mut cpus = allowed.iter();
-    let (loaded, free) = (cpus.next().unwrap(), cpus.next().unwrap());
+    let Some((loaded, free, _hog)) = hog_on_the_first_of_two_cpus() else {
+        return;
+    };
     let pair = format!("{loaded},{free}");
-    let _hog = Guard(
-        pinlearn()
-            .args(["load", "--setsid", "--cpus", &loaded.to_string()])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the hog"),
-    );
     // Linux alone on the two CPUs, then the same program under pinlearn.
     let sweeps = "5000";
     let started = Instant::now();

@@ -770,24 +770,20 @@ impl SimMachine {
     }
 
     fn speed_of(&self, acc: &Accumulated, elapsed: f64) -> Option<f64> {
+        let runnable = acc.running_s + acc.waiting_s;
+        let run_share = (runnable >= MIN_RUNNABLE_SHARE * elapsed && runnable > 0.0).then(|| acc.cpu_s / runnable);
         match self.params.metric {
-            SimMetric::Cpu => {
-                let runnable = acc.running_s + acc.waiting_s;
-                (runnable >= MIN_RUNNABLE_SHARE * elapsed && runnable > 0.0).then(|| acc.cpu_s / runnable)
-            }
+            SimMetric::Cpu => run_share,
             SimMetric::Heartbeat => Some(acc.work / elapsed),
             SimMetric::Instructions => Some(acc.instructions / elapsed),
-            SimMetric::Useful => {
-                let runnable = acc.running_s + acc.waiting_s;
-                (runnable >= MIN_RUNNABLE_SHARE * elapsed && runnable > 0.0).then(|| {
-                    let work_share = if acc.instructions > 0.0 {
-                        (acc.work / acc.instructions).min(1.0)
-                    } else {
-                        1.0
-                    };
-                    acc.cpu_s / runnable * work_share
-                })
-            }
+            SimMetric::Useful => run_share.map(|share| {
+                let work_share = if acc.instructions > 0.0 {
+                    (acc.work / acc.instructions).min(1.0)
+                } else {
+                    1.0
+                };
+                share * work_share
+            }),
         }
     }
 }

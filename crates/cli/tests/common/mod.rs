@@ -109,3 +109,22 @@ pub fn running(pid: u32) -> bool {
         .and_then(|stat| Some(!matches!(stat.rsplit_once(") ")?.1.chars().next()?, 'Z' | 'X')))
         .unwrap_or(false)
 }
+
+/// The first two CPUs this test may use, with a program in another session
+/// keeping the first one busy; `None` (the test is skipped, and says so)
+/// where fewer than 2 CPUs are allowed.
+pub fn hog_on_the_first_of_two_cpus() -> Option<(usize, usize, Guard)> {
+    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
+    if allowed.len() < 2 {
+        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
+        return None;
+    }
+    let mut cpus = allowed.iter();
+    let (first, second) = (cpus.next()?, cpus.next()?);
+    let hog = pinlearn()
+        .args(["load", "--setsid", "--cpus", &first.to_string()])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the hog");
+    Some((first, second, Guard(hog)))
+}

@@ -160,8 +160,9 @@ pub struct LiveProcess {
     /// CPU-clock sampling (metrics `useful` and `heartbeat`): the waiting
     /// code of each process, the sampling period and ring size.
     sampling: Option<SamplingSetup>,
-    /// The peak I/O rate (metric `io`).
-    io_peak: FadingPeak,
+    /// The recent peak heartbeat rate (metric `heartbeat`) or I/O rate
+    /// (metric `io`) speeds are relative to.
+    rate_peak: FadingPeak,
 }
 
 /// How threads are sampled.
@@ -211,7 +212,7 @@ impl LiveProcess {
             nominal_period_s: period_s,
             memory_nodes: None,
             sampling: None,
-            io_peak: FadingPeak::default(),
+            rate_peak: FadingPeak::default(),
         }
     }
 
@@ -669,29 +670,21 @@ impl Target for LiveProcess {
         // second where the program beats, bytes per second (io), instructions
         // per second with counters, else the CPU time it got in working code
         // (all of it when not sampled).
-        let rates: Vec<f64> = measured.beat_rates.iter().map(|&(_, rate)| rate).collect();
-        let io: Vec<f64> = measured.io_rates.iter().map(|&(_, rate)| rate).collect();
-        self.progress = if !rates.is_empty() {
-            Some(rates.iter().sum())
+        let sum = |rates: &[(usize, f64)]| rates.iter().map(|&(_, rate)| rate).sum::<f64>();
+        self.progress = if !measured.beat_rates.is_empty() {
+            Some(sum(&measured.beat_rates))
         } else if self.metric == Metric::Io {
-            Some(io.iter().sum())
+            Some(sum(&measured.io_rates))
         } else if self.metric == Metric::Instructions {
             Some(samples.iter().filter_map(|s| s.speed).sum())
         } else {
             Some(measured.useful_ns / (period_s * 1e9))
         };
         self.waiting = (measured.sampled_ns > 0.0).then(|| measured.sampled_waiting_ns / measured.sampled_ns);
-        if self.metric == Metric::Heartbeat {
-            let speeds = self.heartbeats.relative_speeds(&rates);
-            for (&(index, _), speed) in measured.beat_rates.iter().zip(speeds) {
-                samples[index].speed = speed;
-            }
-        }
-        if self.metric == Metric::Io {
-            let speeds = self.io_peak.relative(&io);
-            for (&(index, _), speed) in measured.io_rates.iter().zip(speeds) {
-                samples[index].speed = speed;
-            }
+        match self.metric {
+            Metric::Heartbeat => self.rate_peak.set_speeds(samples, &measured.beat_rates),
+            Metric::Io => self.rate_peak.set_speeds(samples, &measured.io_rates),
+            _ => {}
         }
         Ok(())
     }

@@ -10,7 +10,7 @@
 //!                   event: no hardware counters needed); each sample classified by
 //!                   WaitingCode (waiting.rs) as waiting or work
 //!                   speed = run share × work share          (useful share of runnable time)
-//!     IoBytes       /proc/PID/task/TID/io read_bytes + write_bytes... (rchar + wchar)
+//!     IoBytes       /proc/PID/task/TID/io, rchar + wchar
 //!                   speed = Δbytes / Δt / (recent peak rate)
 //!   every period, per process:
 //!     Heartbeats    the pinlearn-heartbeat channel of each process
@@ -143,9 +143,8 @@ impl Instructions {
 /// few sampled periods when a thread ran little.
 const SAMPLE_FADE: f64 = 0.5;
 
-/// PERF_RECORD_SAMPLE and PERF_RECORD_LOST (linux/perf_event.h).
+/// PERF_RECORD_SAMPLE (linux/perf_event.h).
 const RECORD_SAMPLE: u32 = 9;
-const RECORD_LOST: u32 = 2;
 
 /// CPU-clock sampling of one thread (user-mode instruction pointers).
 pub struct CpuSamples {
@@ -155,8 +154,6 @@ pub struct CpuSamples {
     waiting: f64,
     /// Samples of this period outside every known code mapping.
     pub unmapped: u64,
-    /// Samples the kernel dropped (ring full) over the run.
-    pub lost: u64,
     /// Whether the kernel is sampling the thread now.
     enabled: bool,
 }
@@ -179,7 +176,6 @@ impl CpuSamples {
             work: 0.0,
             waiting: 0.0,
             unmapped: 0,
-            lost: 0,
             enabled: false,
         };
         samples.set_enabled(true)?;
@@ -200,24 +196,22 @@ impl CpuSamples {
         Ok(())
     }
 
-    /// Moves the instruction pointers of every sample in the ring to `ips`.
+    /// Moves the instruction pointers of every sample in the ring to `ips`
+    /// (other records, such as lost-sample counts, are dropped).
     pub fn drain(&mut self, ips: &mut Vec<u64>) {
         while let Some(record) = self.sampler.next_record() {
-            match record.ty() {
-                RECORD_SAMPLE => {
-                    let mut ip = [0u8; 8];
-                    let mut filled = 0;
-                    for part in record.data() {
-                        let n = part.len().min(8 - filled);
-                        ip[filled..filled + n].copy_from_slice(&part[..n]);
-                        filled += n;
-                    }
-                    if filled == 8 {
-                        ips.push(u64::from_ne_bytes(ip));
-                    }
-                }
-                RECORD_LOST => self.lost += 1,
-                _ => {}
+            if record.ty() != RECORD_SAMPLE {
+                continue;
+            }
+            let mut ip = [0u8; 8];
+            let mut filled = 0;
+            for part in record.data() {
+                let n = part.len().min(8 - filled);
+                ip[filled..filled + n].copy_from_slice(&part[..n]);
+                filled += n;
+            }
+            if filled == 8 {
+                ips.push(u64::from_ne_bytes(ip));
             }
         }
     }
@@ -408,13 +402,14 @@ pub struct FadingPeak {
 }
 
 impl FadingPeak {
-    pub fn relative(&mut self, rates: &[f64]) -> Vec<Option<f64>> {
-        let fastest = rates.iter().copied().fold(0.0, f64::max);
+    /// Sets the speed of each `(sample index, rate)` to its rate over the
+    /// peak, after taking this period's fastest rate into the peak.
+    pub fn set_speeds(&mut self, samples: &mut [pinlearn_policy::ThreadSample], rates: &[(usize, f64)]) {
+        let fastest = rates.iter().map(|&(_, rate)| rate).fold(0.0, f64::max);
         self.peak = fastest.max(self.peak * BEAT_PEAK_FADE);
-        rates
-            .iter()
-            .map(|&rate| (self.peak > 0.0).then(|| rate / self.peak))
-            .collect()
+        for &(index, rate) in rates {
+            samples[index].speed = (self.peak > 0.0).then(|| rate / self.peak);
+        }
     }
 }
 
@@ -427,8 +422,6 @@ pub struct Heartbeats {
     counts: Vec<(u32, u64)>,
     /// Count at the previous read, by tid.
     last: HashMap<u32, u64>,
-    /// The peak rate speeds are relative to.
-    peak: FadingPeak,
     /// Processes whose channel is not trusted (not read again).
     ignored: HashSet<u32>,
     /// Notes about ignored channels not yet taken.
@@ -497,11 +490,6 @@ impl Heartbeats {
         // Threads that left every channel are not kept.
         self.last.retain(|tid, _| beating.contains(tid));
         rates
-    }
-
-    /// Turns rates into speeds relative to a recent peak ([`FadingPeak`]).
-    pub fn relative_speeds(&mut self, rates: &[f64]) -> Vec<Option<f64>> {
-        self.peak.relative(rates)
     }
 
     /// Forgets the count of a thread that ended (its tid may come back as
@@ -596,14 +584,21 @@ mod tests {
     }
 
     #[test]
-    fn heartbeat_speeds_are_relative_to_a_fading_peak() {
-        let mut beats = Heartbeats::default();
-        assert_eq!(beats.relative_speeds(&[100.0, 50.0]), [Some(1.0), Some(0.5)]);
+    fn rates_become_speeds_relative_to_a_fading_peak() {
+        let sample = |key| pinlearn_policy::ThreadSample { key, speed: None };
+        let speeds = |samples: &[pinlearn_policy::ThreadSample]| samples.iter().map(|s| s.speed).collect::<Vec<_>>();
+        let mut peak = FadingPeak::default();
+        let mut samples = vec![sample(1), sample(2)];
+        peak.set_speeds(&mut samples, &[(0, 100.0), (1, 50.0)]);
+        assert_eq!(speeds(&samples), [Some(1.0), Some(0.5)]);
         // The peak fades by 1% a period: 99 is now the fastest seen.
-        let speeds = beats.relative_speeds(&[49.5]);
-        assert!((speeds[0].unwrap() - 0.5).abs() < 1e-12, "{speeds:?}");
-        let mut idle = Heartbeats::default();
-        assert_eq!(idle.relative_speeds(&[0.0]), [None]);
+        let mut samples = vec![sample(1)];
+        peak.set_speeds(&mut samples, &[(0, 49.5)]);
+        assert!((samples[0].speed.unwrap() - 0.5).abs() < 1e-12, "{samples:?}");
+        let mut idle = FadingPeak::default();
+        let mut samples = vec![sample(1)];
+        idle.set_speeds(&mut samples, &[(0, 0.0)]);
+        assert_eq!(speeds(&samples), [None]);
     }
 
     #[test]
