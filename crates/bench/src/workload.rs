@@ -29,7 +29,7 @@ pub struct Preset {
 }
 
 /// Every preset, in the order `--matrix` runs them.
-pub const PRESETS: [Preset; 7] = [
+pub const PRESETS: [Preset; 8] = [
     Preset {
         name: "aco",
         workload: "aco",
@@ -85,6 +85,14 @@ pub const PRESETS: [Preset; 7] = [
         work: "--runs",
         why: "STREAM triad over 3 x 32 MiB, memory bound",
         expected_s: 1.03,
+    },
+    Preset {
+        name: "heat",
+        workload: "heat",
+        args: &["--steps", "300"],
+        work: "--steps",
+        why: "heat conduction (the bubbles paper's), a stripe per thread, first touch, a blocking barrier per step",
+        expected_s: 1.2,
     },
 ];
 
@@ -208,7 +216,8 @@ mod tests {
                 "blackscholes",
                 "swaptions",
                 "binpack",
-                "stream"
+                "stream",
+                "heat"
             ]
         );
         assert_eq!(all[1].args[0], "aco");

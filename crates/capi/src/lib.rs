@@ -80,6 +80,7 @@ pub unsafe extern "C" fn pinlearn_start(config_toml: *const c_char, mode: c_int)
         settings,
         cpus: None,
         trace: None,
+        bubbles: None,
         watchdog: None,
     };
     match Manager::start(&request, registration) {

@@ -76,7 +76,7 @@ pub struct CommonArgs {
     /// What the learner maximises: own (each thread its own speed), mean, or balanced[:GAMMA] [default: own].
     #[arg(long, value_parser = parse_objective)]
     pub objective: Option<Objective>,
-    /// learn (reinforcement learning), static (round-robin once) or os (measure only) [default: learn].
+    /// learn (reinforcement learning), static (round-robin once), os (measure only) or bubbles (spread the --bubbles groups over the topology) [default: learn].
     #[arg(long, value_parser = parse_policy)]
     pub policy: Option<PolicyChoice>,
     /// Only use these CPUs (list syntax such as 0-3,8), within those the target may use.
@@ -91,6 +91,9 @@ pub struct CommonArgs {
     /// Write one CSV row per thread per period to FILE.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// TOML rules putting threads in nested bubbles (by thread-name pattern or PID), for --policy bubbles; see docs/bubbles.md.
+    #[arg(long, value_name = "FILE")]
+    pub bubbles: Option<PathBuf>,
     /// Write the end-of-run summary as JSON to FILE (- for stdout; not with run, whose program writes there).
     #[arg(long, value_name = "FILE", value_parser = parse_output)]
     pub json: Option<Output>,

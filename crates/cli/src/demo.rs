@@ -173,6 +173,7 @@ pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
         settings,
         cpus: None,
         trace: None,
+        bubbles: None,
         watchdog: std::env::current_exe().ok(),
     };
     let machine = Topology::detect()

@@ -184,6 +184,7 @@ fn prepare(common: &CommonArgs, allowed: &pinlearn_topology::CpuSet) -> Result<S
         settings: settings(common)?,
         cpus: common.cpus.clone(),
         trace: common.trace.clone(),
+        bubbles: common.bubbles.clone(),
         watchdog: Some(
             std::env::current_exe()
                 .map_err(|e| EngineError::io("cannot find the pinlearn binary for its watchdog", e))?,

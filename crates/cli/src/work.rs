@@ -12,7 +12,9 @@
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use pinlearn_workloads::{SyncMode, Work, Workload, aco, binpack, blackscholes, churn, pipeline, stream, swaptions};
+use pinlearn_workloads::{
+    SyncMode, Work, Workload, aco, binpack, blackscholes, churn, heat, pipeline, stream, swaptions,
+};
 
 use crate::args::parse_duration;
 
@@ -55,6 +57,24 @@ pub enum WorkloadArgs {
     Binpack(BinpackArgs),
     /// A short-lived thread started for every task (the manager's stress case)
     Churn(ChurnArgs),
+    /// Heat conduction: a stripe of the plate per thread, a barrier per step (bubbles paper §5.2)
+    Heat(HeatArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct HeatArgs {
+    /// Rows of the plate (the first and last are its edges)
+    #[arg(long, default_value_t = heat::Options::default().rows)]
+    pub rows: usize,
+    /// Columns of the plate
+    #[arg(long, default_value_t = heat::Options::default().cols)]
+    pub cols: usize,
+    /// Time steps (each ends with a barrier)
+    #[arg(long, default_value_t = heat::Options::default().steps)]
+    pub steps: u32,
+    /// simple (the OS places the threads) or bound (thread i pins itself to the i-th CPU it may use)
+    #[arg(long, default_value_t = heat::Options::default().mode)]
+    pub mode: heat::Mode,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -222,6 +242,12 @@ impl WorkArgs {
                 work: a.work,
                 linger: a.linger,
             }),
+            WorkloadArgs::Heat(a) => Workload::Heat(heat::Options {
+                rows: a.rows,
+                cols: a.cols,
+                steps: a.steps,
+                mode: a.mode,
+            }),
             WorkloadArgs::Binpack(a) => Workload::Binpack(binpack::Options {
                 instance: a.instance.clone(),
                 duration: a.duration,
@@ -270,7 +296,7 @@ mod tests {
 
     #[test]
     fn defaults_are_the_librarys() {
-        let cases: [(&str, Workload); 7] = [
+        let cases: [(&str, Workload); 8] = [
             ("aco", Workload::Aco(aco::Options::default())),
             ("pipeline", Workload::Pipeline(pipeline::Options::default())),
             ("stream", Workload::Stream(stream::Options::default())),
@@ -278,6 +304,7 @@ mod tests {
             ("swaptions", Workload::Swaptions(swaptions::Options::default())),
             ("binpack", Workload::Binpack(binpack::Options::default())),
             ("churn", Workload::Churn(churn::Options::default())),
+            ("heat", Workload::Heat(heat::Options::default())),
         ];
         for (name, expected) in cases {
             let work = parse(&[name]).expect(name);

@@ -76,6 +76,9 @@ pub enum PolicyChoice {
     Static,
     /// Measure only, never pin: the baseline.
     Os,
+    /// Spread the bubbles of `--bubbles` (or every thread alone) over the
+    /// topology tree (paper 001).
+    Bubbles,
 }
 
 macro_rules! word_enum {
@@ -101,7 +104,7 @@ macro_rules! word_enum {
     };
 }
 word_enum!(Metric, "metric", "auto" => Auto, "instructions" => Instructions, "cpu" => Cpu, "heartbeat" => Heartbeat, "useful" => Useful, "io" => Io);
-word_enum!(PolicyChoice, "policy", "learn" => Learn, "static" => Static, "os" => Os);
+word_enum!(PolicyChoice, "policy", "learn" => Learn, "static" => Static, "os" => Os, "bubbles" => Bubbles);
 
 /// All settings of one run.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -19,6 +19,7 @@
 //! calls `step` once per period; the engine never sleeps or reads a clock.
 
 use crate::EngineError;
+use crate::bubbles::BubbleRules;
 use crate::places::Places;
 use crate::target::{Target, ThreadInfo};
 use crate::trace::Trace;
@@ -49,6 +50,9 @@ pub struct ThreadSummary {
     /// Mean share of its CPU-clock samples in waiting code (sampled threads).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiting_share: Option<f64>,
+    /// The bubble it was in (`--bubbles`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bubble: Option<String>,
 }
 
 /// The ended threads beyond the first [`ENDED_LISTED`], counted together so
@@ -115,6 +119,8 @@ struct ThreadRecord {
     ended: bool,
     source: Option<&'static str>,
     waiting: Running,
+    /// Its bubble's name (`--bubbles`), for summaries.
+    bubble: Option<String>,
 }
 
 /// The manager: a policy, the places it chooses among, and per-thread records.
@@ -137,7 +143,17 @@ pub struct Engine {
     /// Node each process's memory was last moved to.
     memory_bound: BTreeMap<u32, usize>,
     memory_moves: u64,
+    /// `--bubbles` rules and each live thread's bubble: (bubble, periods
+    /// classified, so a name that settles late is matched again).
+    bubbles: Option<BubbleRules>,
+    bubble_of_key: BTreeMap<ThreadKey, (Option<usize>, u32)>,
+    /// The bubble of every sample of this period, for the policy.
+    bubble_of: Vec<Option<usize>>,
+    notes: Vec<String>,
 }
+
+/// Periods during which a thread is classified again (its name settles).
+const CLASSIFY_PERIODS: u32 = 5;
 
 impl Engine {
     /// `numa_every`: core periods per NUMA period (>= 1).
@@ -158,6 +174,46 @@ impl Engine {
             memory_binding: None,
             memory_bound: BTreeMap::new(),
             memory_moves: 0,
+            bubbles: None,
+            bubble_of_key: BTreeMap::new(),
+            bubble_of: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Puts threads in bubbles by `rules` every period (`--bubbles`); the
+    /// policy gets each thread's bubble in [`PeriodInput::bubbles`].
+    pub fn with_bubbles(mut self, rules: BubbleRules) -> Self {
+        self.bubbles = Some(rules);
+        self
+    }
+
+    /// What the engine noticed while running (a thread matching two
+    /// bubbles), each said once.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Fills `bubble_of` for this period's samples.
+    fn classify(&mut self, target: &dyn Target) {
+        self.bubble_of.clear();
+        let Some(rules) = self.bubbles.as_mut() else {
+            return;
+        };
+        let samples = &self.samples;
+        self.bubble_of_key
+            .retain(|key, _| samples.binary_search_by_key(key, |s| s.key).is_ok());
+        for sample in samples {
+            let entry = self.bubble_of_key.entry(sample.key).or_insert((None, 0));
+            if entry.1 < CLASSIFY_PERIODS {
+                entry.0 = rules.classify(&target.info(sample.key));
+                entry.1 += 1;
+            }
+            self.bubble_of.push(entry.0);
+        }
+        for note in rules.take_notes() {
+            eprintln!("pinlearn: {note}");
+            self.notes.push(note);
         }
     }
 
@@ -191,6 +247,7 @@ impl Engine {
             "samples must be sorted"
         );
 
+        self.classify(target);
         let numa_tick = self.period > 0 && self.period.is_multiple_of(self.numa_every);
         let input = PeriodInput {
             period: self.period,
@@ -199,6 +256,7 @@ impl Engine {
             numa_tick,
             progress: target.progress(),
             waiting: target.waiting(),
+            bubbles: &self.bubble_of,
         };
         let decision = self.policy.decide(&input);
         assert_eq!(
@@ -220,6 +278,7 @@ impl Engine {
                 ended: false,
                 source: None,
                 waiting: Running::default(),
+                bubble: None,
             });
             if record.ended {
                 record.ended = false;
@@ -249,9 +308,16 @@ impl Engine {
                 self.repins += 1;
             }
             *record.periods_on.entry(record.place).or_insert(0) += 1;
+            if let (Some(rules), Some(Some(bubble))) = (&self.bubbles, self.bubble_of.get(i)) {
+                let name = &rules.set().get(*bubble).name;
+                if record.bubble.as_ref() != Some(name) {
+                    record.bubble = Some(name.clone());
+                }
+            }
             if let Some(trace) = self.trace.as_mut() {
                 let place = record.place.map_or("", |p| &self.place_names[p]);
-                trace.row(time_s, self.period, &record.who, place, sample.speed, utility)?;
+                let bubble = record.bubble.as_deref().unwrap_or("");
+                trace.row(time_s, self.period, &record.who, place, sample.speed, utility, bubble)?;
             }
         }
         self.retire_ended();
@@ -367,6 +433,7 @@ impl Engine {
                 mean_utility: r.utility.mean(),
                 source: r.source,
                 waiting_share: r.waiting.mean(),
+                bubble: r.bubble.clone(),
                 repins: r.repins,
                 last_place: self.place_name(r.place),
                 time_on: {
@@ -568,10 +635,53 @@ mod tests {
         engine.flush_trace().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let mut lines = text.lines();
-        assert_eq!(lines.next(), Some("time_s,period,pid,tid,name,place,speed,utility"));
+        assert_eq!(
+            lines.next(),
+            Some("time_s,period,pid,tid,name,place,speed,utility,bubble")
+        );
         let rows: Vec<&str> = lines.collect();
         assert_eq!(rows.len(), 6);
         assert!(rows[0].starts_with("0.0000,0,1,7,t7,0,0.500000,"), "{}", rows[0]);
         assert!(rows[1].starts_with("0.0000,0,1,9,t9,1,,"), "{}", rows[1]);
+        assert!(rows[1].ends_with(','), "no bubble: {}", rows[1]);
+    }
+
+    #[test]
+    fn bubble_rules_name_each_thread_s_bubble_in_the_trace_and_summary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.csv");
+        let places = places();
+        let rules =
+            crate::bubbles::BubbleRules::parse("[[bubble]]\nname = \"pair\"\nthreads = \"^t[79]$\"\n", "r.toml")
+                .unwrap();
+        let policy = pinlearn_policy::BubblesPolicy::new(
+            places.layout.clone(),
+            places.tree(),
+            rules.set().clone(),
+            pinlearn_policy::GuardConfig {
+                enabled: false,
+                ..Default::default()
+            },
+        );
+        let mut engine =
+            Engine::new(Box::new(policy), places, 1, Some(Trace::create(&path).unwrap())).with_bubbles(rules);
+        let mut target = FakeTarget {
+            threads: vec![(7, Some(0.5)), (9, Some(0.5))],
+            initial: None,
+            placed: vec![],
+            memory: vec![],
+        };
+        for k in 0..2 {
+            engine.step(&mut target, k as f64 * 0.05).unwrap();
+        }
+        engine.flush_trace().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rows: Vec<&str> = text.lines().skip(1).collect();
+        assert!(rows.iter().all(|r| r.ends_with(",pair")), "{rows:?}");
+        // The bubble of two opens over the two cores: one thread on each.
+        let last: Vec<&str> = rows[2..].iter().map(|r| r.split(',').nth(5).unwrap()).collect();
+        assert_ne!(last[0], last[1], "{rows:?}");
+        let summaries = engine.thread_summaries();
+        assert!(summaries.iter().all(|t| t.bubble.as_deref() == Some("pair")));
     }
 }

@@ -15,6 +15,7 @@
 //!   restore masks ─► Summary (text or JSON), trace CSV
 //! ```
 
+pub mod bubbles;
 pub mod config;
 mod engine;
 mod error;

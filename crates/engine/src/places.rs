@@ -10,7 +10,7 @@
 //!      then         every package, die and L3 whose CPUs are no place above
 //! ```
 
-use pinlearn_policy::{Layout, PlaceKind};
+use pinlearn_policy::{Layout, PlaceKind, PlaceTree};
 use pinlearn_topology::{CpuSet, GroupLevel, Topology};
 
 /// The layout a policy sees and the CPU set of each of its places.
@@ -55,6 +55,13 @@ impl Places {
         }
         debug_assert_eq!(cpus.len(), layout.places().len());
         Places { layout, cpus }
+    }
+
+    /// The places as a tree (each under the smallest place holding it).
+    pub fn tree(&self) -> PlaceTree {
+        PlaceTree::new(&self.layout, |outer, inner| {
+            self.cpus[inner].is_subset(&self.cpus[outer])
+        })
     }
 
     /// The place index whose CPU set is exactly `set`, if any.

@@ -10,12 +10,13 @@
 //! ```
 
 use crate::EngineError;
+use crate::bubbles::BubbleRules;
 use crate::config::{Metric, PolicyChoice, Settings};
 use crate::engine::Engine;
 use crate::live::resolve_metric;
 use crate::places::Places;
 use crate::trace::Trace;
-use pinlearn_policy::{LearnPolicy, OsPolicy, Policy, StaticPolicy};
+use pinlearn_policy::{BubblesPolicy, LearnPolicy, OsPolicy, Policy, StaticPolicy};
 use pinlearn_topology::{CpuSet, Topology};
 use std::path::PathBuf;
 
@@ -27,6 +28,8 @@ pub struct Request {
     pub cpus: Option<CpuSet>,
     /// `--trace FILE`.
     pub trace: Option<PathBuf>,
+    /// `--bubbles FILE`: rules putting threads in bubbles (`--policy bubbles`).
+    pub bubbles: Option<PathBuf>,
     /// The pinlearn binary, to start `pinlearn watchdog` beside a
     /// supervision (it restores the masks if the manager dies); `None`: no
     /// watchdog (the journal still allows `pinlearn restore PID`).
@@ -48,6 +51,8 @@ pub struct Session {
     pub memory_nodes: Option<Vec<u32>>,
     pub trace: Option<PathBuf>,
     pub watchdog: Option<PathBuf>,
+    /// The bubbles of `--bubbles`, checked against the topology.
+    pub bubbles: Option<BubbleRules>,
     /// The whole machine and `--cpus`, to place anew when a cgroup cpuset changes.
     machine: Topology,
     cpus_flag: Option<CpuSet>,
@@ -77,6 +82,20 @@ impl Session {
         let topology = machine
             .restrict(&allowed)
             .map_err(|e| EngineError::bad_input(e.to_string()))?;
+        let bubbles = match &request.bubbles {
+            None => None,
+            Some(_) if request.settings.policy != PolicyChoice::Bubbles => {
+                return Err(EngineError::bad_input(format!(
+                    "--bubbles is read by the bubbles policy, not by {}: add --policy bubbles",
+                    request.settings.policy
+                )));
+            }
+            Some(path) => {
+                let rules = BubbleRules::read(path)?;
+                rules.check_levels(&Places::new(&topology).tree())?;
+                Some(rules)
+            }
+        };
         if let Some(path) = &request.trace {
             // Fail now, before anything runs, if the trace cannot be written.
             Trace::create(path)?;
@@ -107,6 +126,7 @@ impl Session {
             memory_nodes,
             trace: request.trace.clone(),
             watchdog: request.watchdog.clone(),
+            bubbles,
             machine: machine.clone(),
             cpus_flag: request.cpus.clone(),
         })
@@ -136,13 +156,25 @@ impl Session {
             PolicyChoice::Learn => Box::new(LearnPolicy::new(layout, self.settings.learn, self.settings.seed)),
             PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),
             PolicyChoice::Os => Box::new(OsPolicy::new(layout)),
+            PolicyChoice::Bubbles => {
+                let set = self.bubbles.as_ref().map(|r| r.set().clone()).unwrap_or_default();
+                Box::new(BubblesPolicy::new(
+                    layout,
+                    places.tree(),
+                    set,
+                    self.settings.learn.guard,
+                ))
+            }
         }
     }
 
     /// A fresh engine for this session (creates the trace file).
     pub fn engine(&self) -> Result<Engine, EngineError> {
         let trace = self.trace.as_deref().map(Trace::create).transpose()?;
-        let engine = Engine::new(self.policy(), self.places.clone(), self.settings.numa_every(), trace);
+        let mut engine = Engine::new(self.policy(), self.places.clone(), self.settings.numa_every(), trace);
+        if let Some(rules) = &self.bubbles {
+            engine = engine.with_bubbles(rules.clone());
+        }
         Ok(match (self.settings.memory_binding, &self.memory_nodes) {
             (Some(zeta), Some(_)) => engine.with_memory_binding(zeta),
             _ => engine,

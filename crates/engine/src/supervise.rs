@@ -264,7 +264,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, stop: Stop, wall: Dura
     Summary {
         policy: engine.policy_name(),
         metric: session.metric.to_string(),
-        notes: session.notes.clone(),
+        notes: session.notes.iter().chain(engine.notes()).cloned().collect(),
         cpus: session.allowed().to_string(),
         interval_ms: session.settings.interval.as_secs_f64() * 1e3,
         wall_s: wall.as_secs_f64(),

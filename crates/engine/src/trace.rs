@@ -1,9 +1,10 @@
 //! `--trace FILE`: one CSV row per thread per period.
 //!
-//! Columns: `time_s, period, pid, tid, name, place, speed, utility`, where
+//! Columns: `time_s, period, pid, tid, name, place, speed, utility, bubble`, where
 //! `place` is the CPU list the thread may run on after this period (list
 //! syntax, e.g. `1` or `0-1`), `speed` the measured speed over the period
-//! and `utility` what the policy learned from (empty when unknown).
+//! `utility` what the policy learned from (empty when unknown) and `bubble`
+//! the name of the thread's bubble (`--bubbles`; empty when in none).
 
 use crate::EngineError;
 use crate::target::ThreadInfo;
@@ -17,7 +18,9 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub const HEADER: [&'static str; 8] = ["time_s", "period", "pid", "tid", "name", "place", "speed", "utility"];
+    pub const HEADER: [&'static str; 9] = [
+        "time_s", "period", "pid", "tid", "name", "place", "speed", "utility", "bubble",
+    ];
 
     pub fn create(path: &Path) -> Result<Self, EngineError> {
         let file = File::create(path)
@@ -37,6 +40,7 @@ impl Trace {
         place: &str,
         speed: Option<f64>,
         utility: f64,
+        bubble: &str,
     ) -> Result<(), EngineError> {
         let number = |v: f64| {
             if v.is_finite() {
@@ -54,6 +58,7 @@ impl Trace {
             place.to_string(),
             speed.map(number).unwrap_or_default(),
             number(utility),
+            bubble.to_string(),
         ];
         self.writer.write_record(&record).map_err(|e| csv_error(&self.path, e))
     }

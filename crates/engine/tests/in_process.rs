@@ -19,6 +19,7 @@ fn registered_threads_are_supervised_and_restored() {
         settings,
         cpus: None,
         trace: None,
+        bubbles: None,
         watchdog: None,
     };
     let manager = Manager::start(&request, Registration::Explicit).expect("start");

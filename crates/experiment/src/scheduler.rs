@@ -4,7 +4,7 @@
 //! ```text
 //!   "learn:balanced:0.04@heartbeat"
 //!      │ split at '@' ─► Metric::from_str        (the engine's word for a speed signal)
-//!      │ split at ':' ─► PolicyChoice::from_str  (the engine's word: os | static | learn)
+//!      │ split at ':' ─► PolicyChoice::from_str  (the engine's word: os | static | learn | bubbles)
 //!      │                 or "best-static"
 //!      │                 Objective::from_str     (the policy's word: mean | balanced[:G] | own)
 //!      ▼
@@ -13,7 +13,7 @@
 //!      └─ sim:   the same policy built in process against the simulated machine
 //! ```
 //!
-//! Grammar: `os | static | learn[:OBJECTIVE] | best-static`, each but
+//! Grammar: `os | static | learn[:OBJECTIVE] | bubbles | best-static`, each but
 //! best-static with an optional `@METRIC`. `best-static` is the best fixed
 //! per-thread pinning: the bench finds it by trying the distinct ones, the
 //! simulator by solving its load model.
@@ -46,7 +46,7 @@ pub struct Scheduler {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SchedulerError {
     #[error(
-        "scheduler \"{text}\": {why}; use os, static, learn, learn:OBJECTIVE (mean, balanced[:GAMMA], own) or best-static, each but best-static with an optional @METRIC (auto, instructions, cpu, heartbeat)"
+        "scheduler \"{text}\": {why}; use os, static, learn, learn:OBJECTIVE (mean, balanced[:GAMMA], own), bubbles or best-static, each but best-static with an optional @METRIC (auto, useful, instructions, cpu, heartbeat, io)"
     )]
     Invalid { text: String, why: String },
     #[error("scheduler {0} is listed twice")]
@@ -193,6 +193,7 @@ mod tests {
             "learn:balanced:0.04",
             "learn@heartbeat",
             "learn:balanced:0.04@cpu",
+            "bubbles",
             "os@heartbeat",
             "best-static",
         ] {

@@ -32,6 +32,38 @@ pub enum PlaceKind {
 }
 
 impl PlaceKind {
+    /// Every kind, from the outermost level in, with the word that names
+    /// its level (bubbles' burst levels, topology queries).
+    pub const LEVELS: [(PlaceKind, &'static str); 6] = [
+        (PlaceKind::Machine, "machine"),
+        (PlaceKind::Package, "package"),
+        (PlaceKind::Die, "die"),
+        (PlaceKind::L3, "l3"),
+        (PlaceKind::Node, "node"),
+        (PlaceKind::Core, "core"),
+    ];
+
+    /// The word naming this kind's level: `machine`, `package`, `die`,
+    /// `l3`, `node` or `core`.
+    pub fn level_name(self) -> &'static str {
+        Self::LEVELS
+            .iter()
+            .find(|(kind, _)| *kind == self)
+            .map(|(_, name)| *name)
+            .expect("every kind has a level name")
+    }
+
+    /// The kind whose level is called `name` (case-insensitive; `L3` and
+    /// `l3cache` are accepted for the L3 level).
+    pub fn from_level_name(name: &str) -> Option<PlaceKind> {
+        let name = name.trim().to_ascii_lowercase();
+        let name = if name == "l3cache" { "l3" } else { name.as_str() };
+        Self::LEVELS
+            .iter()
+            .find(|(_, word)| *word == name)
+            .map(|(kind, _)| *kind)
+    }
+
     /// True for the packages, dies and L3 caches added by [`Layout::add_group`].
     pub fn is_group(self) -> bool {
         matches!(self, PlaceKind::Package | PlaceKind::Die | PlaceKind::L3)

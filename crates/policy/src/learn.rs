@@ -262,11 +262,7 @@ impl Policy for LearnPolicy {
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
         self.reconcile(input);
 
-        let progress = input.progress.or_else(|| {
-            let speeds = input.threads.iter().filter_map(|t| sanitise_speed(t.speed));
-            Some(speeds.sum::<f64>()).filter(|_| input.threads.iter().any(|t| t.speed.is_some()))
-        });
-        if self.guard.next(progress, input.waiting) == Arm::Os {
+        if self.guard.next(input.progress_or_speed_sum(), input.waiting) == Arm::Os {
             // The OS's window: nothing is learned from it, and the first
             // learner period after it keeps every thread's last place.
             self.after_os = true;
@@ -354,6 +350,7 @@ mod tests {
             numa_tick,
             progress: None,
             waiting: None,
+            bubbles: &[],
         }
     }
 

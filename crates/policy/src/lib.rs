@@ -10,6 +10,7 @@
 //!                         │        aspiration per thread (nodes) when numa_tick
 //!                         │ static: round-robin once
 //!                         │ os: the wide place, never pin
+//!                         │ bubbles: spread the declared bubbles over the place tree
 //! ```
 //!
 //! Nothing here makes a syscall or reads a clock: every input arrives in
@@ -18,6 +19,7 @@
 //! real process and the simulated machine.
 
 mod aspiration;
+mod bubbles;
 mod config;
 mod guard;
 mod layout;
@@ -25,10 +27,14 @@ mod learn;
 mod objective;
 mod pla;
 mod simple;
+mod tree;
 
 pub use aspiration::{
     Aspiration, AspirationConfig, AspirationLevels, BenchmarkUpdate, Migration, MoveReason, NumaState, better_replies,
     move_intent,
+};
+pub use bubbles::{
+    Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, Member, QUIET_PERIODS, REGENERATE_PERIODS, spread,
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Start};
 pub use guard::{Arm, Guard, GuardConfig, GuardStats};
@@ -37,6 +43,7 @@ pub use learn::LearnPolicy;
 pub use objective::{Objective, ParseObjectiveError};
 pub use pla::{Pla, PlaConfig};
 pub use simple::{OsPolicy, StaticPolicy};
+pub use tree::PlaceTree;
 
 /// Identifies a thread for its whole life (a kernel TID for real processes,
 /// an index in the simulator). Keys are never reused within one run.
@@ -75,6 +82,22 @@ pub struct PeriodInput<'a> {
     /// (CPU-clock samples); the guard probes the learner early where Linux
     /// leaves much of it.
     pub waiting: Option<f64>,
+    /// The bubble of each thread (an index into the bubbles policy's
+    /// [`BubbleSet`]), aligned with `threads`; empty when no bubbles are
+    /// declared. Other policies ignore it.
+    pub bubbles: &'a [Option<usize>],
+}
+
+impl PeriodInput<'_> {
+    /// The application's progress over the period: the target's own
+    /// measure, else the sum of the threads' speeds (`None` when no thread
+    /// was measured). What the do-no-harm guard compares.
+    pub fn progress_or_speed_sum(&self) -> Option<f64> {
+        self.progress.or_else(|| {
+            let speeds = self.threads.iter().filter_map(|t| objective::sanitise_speed(t.speed));
+            Some(speeds.sum::<f64>()).filter(|_| self.threads.iter().any(|t| t.speed.is_some()))
+        })
+    }
 }
 
 /// A policy's answer for one period, aligned with `PeriodInput::threads`.

@@ -20,7 +20,7 @@ use std::collections::{HashMap, VecDeque};
 
 use pinlearn_engine::{Engine, Places, PolicyChoice, Settings};
 use pinlearn_experiment::{Load, ModelRecord, RunRecord, Scenario, Scheduler, SchedulerKind};
-use pinlearn_policy::{LearnConfig, LearnPolicy, OsPolicy, Policy, StaticPolicy, ThreadKey};
+use pinlearn_policy::{BubbleSet, BubblesPolicy, LearnConfig, LearnPolicy, OsPolicy, Policy, StaticPolicy, ThreadKey};
 use pinlearn_topology::{CpuSet, Topology};
 
 use crate::SimError;
@@ -145,6 +145,14 @@ impl Experiment {
                     .collect();
                 Box::new(FixedPolicy::new("best-static", place_of, layout.whole()))
             }
+            // The simulated workloads declare no bubbles yet: every thread is
+            // its own entity, spread by load over the place tree.
+            SchedulerKind::Policy(PolicyChoice::Bubbles) => Box::new(BubblesPolicy::new(
+                layout,
+                prepared.places.tree(),
+                BubbleSet::default(),
+                self.settings.learn.guard,
+            )),
             SchedulerKind::Policy(PolicyChoice::Learn) => {
                 let cfg = LearnConfig {
                     objective: scheduler.objective.unwrap_or(self.settings.learn.objective),

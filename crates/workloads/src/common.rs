@@ -20,6 +20,8 @@ pub enum WorkError {
     BadInput(String),
     #[error("could not start worker thread: {0}")]
     Spawn(#[from] std::io::Error),
+    #[error("{0}")]
+    Affinity(String),
     #[error("the workload computed a wrong result: {0} (a bug in pinlearn-workloads, please report it)")]
     WrongResult(String),
 }

@@ -26,6 +26,7 @@
 //! | `swaptions` | PARSEC swaptions, Monte Carlo HJM (paper 000 "SWA") | PARSEC presets |
 //! | `binpack` | parallel bin-packing search | Scholl et al. sets 1-3 |
 //! | `churn` | a thread started for every task (the manager's stress case) | none |
+//! | `heat` | heat conduction, stripes per thread + a barrier per step (paper 001 §5.2) | generated plate |
 //!
 //! Each workload's module doc says what it models, its options and its data.
 
@@ -35,6 +36,7 @@ pub mod binpack;
 pub mod blackscholes;
 pub mod churn;
 pub mod common;
+pub mod heat;
 pub mod orlib;
 pub mod pipeline;
 pub mod stream;
@@ -72,6 +74,7 @@ pub enum Workload {
     Swaptions(swaptions::Options),
     Binpack(binpack::Options),
     Churn(churn::Options),
+    Heat(heat::Options),
 }
 
 impl Workload {
@@ -85,6 +88,7 @@ impl Workload {
             Workload::Swaptions(_) => "swaptions",
             Workload::Binpack(_) => "binpack",
             Workload::Churn(_) => "churn",
+            Workload::Heat(_) => "heat",
         }
     }
 }
@@ -123,6 +127,7 @@ pub fn run(cmd: &Work) -> Result<Value, WorkError> {
         Workload::Swaptions(opts) => to_fields(swaptions::run(opts, &common)?),
         Workload::Binpack(opts) => to_fields(binpack::run(opts, &common)?),
         Workload::Churn(opts) => to_fields(churn::run(opts, &common)?),
+        Workload::Heat(opts) => to_fields(heat::run(opts, &common)?),
     };
     let wall_s = started.elapsed().as_secs_f64();
     let mut result = Map::new();

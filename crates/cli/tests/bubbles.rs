@@ -1,0 +1,184 @@
+//! `--policy bubbles` on the real machine: a rules file puts the threads of
+//! an unmodified program (the heat workload, heartbeats off) in bubbles, and
+//! the bubbles land on the synthetic nodes made of real CPUs; bad rules are
+//! refused before anything runs.
+
+mod common;
+
+use common::*;
+
+/// Two bubbles of two heat threads each, held whole down to the nodes.
+const RULES: &str = r#"
+[[bubble]]
+name = "top"
+threads = "^heat-[01]$"
+burst = "node"
+
+[[bubble]]
+name = "bottom"
+threads = "^heat-[23]$"
+burst = "node"
+"#;
+
+#[test]
+fn a_rules_file_puts_each_bubble_of_heat_threads_on_a_node_of_its_own() {
+    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
+    if allowed.len() < 2 {
+        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
+        return;
+    }
+    let cpus: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(&rules, RULES).unwrap();
+    // The guard would give Linux the first windows: this test looks at the
+    // bubbles' own placement.
+    let config = dir.path().join("noguard.toml");
+    std::fs::write(&config, "[learn.guard]\nenabled = false\n").unwrap();
+    let trace = dir.path().join("trace.csv");
+    let exe = env!("CARGO_BIN_EXE_pinlearn");
+    let map = cpus.join(",");
+    let out = run_json(&[
+        "run",
+        "--policy",
+        "bubbles",
+        "--bubbles",
+        rules.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--topology",
+        "node:2 core:1 pu:1",
+        "--topology-map",
+        &map,
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        exe,
+        "work",
+        "heat",
+        "--threads",
+        "4",
+        "--steps",
+        "200",
+        "--no-heartbeats",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // From the third period on (names settle, then the spread), every heat
+    // thread sits on its bubble's node, and the two bubbles on different ones.
+    let mut reader = csv::Reader::from_path(&trace).expect("trace");
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let (period, name, place, bubble) = (col("period"), col("name"), col("place"), col("bubble"));
+    let mut seen = 0;
+    for row in reader.records().map(|r| r.unwrap()) {
+        let thread = &row[name];
+        if !thread.starts_with("heat-") || row[period].parse::<u64>().unwrap() < 3 {
+            continue;
+        }
+        let expected_bubble = if matches!(thread, "heat-0" | "heat-1") {
+            "top"
+        } else {
+            "bottom"
+        };
+        assert_eq!(&row[bubble], expected_bubble, "{row:?}");
+        assert!(
+            cpus.iter().any(|c| *c == row[place]),
+            "{thread} is not on one node's CPU: {row:?}"
+        );
+        seen += 1;
+    }
+    assert!(seen >= 8, "too few periods traced: {seen}");
+    let places = |names: [&str; 2]| -> std::collections::BTreeSet<String> {
+        let mut reader = csv::Reader::from_path(&trace).unwrap();
+        reader
+            .records()
+            .map(|r| r.unwrap())
+            .filter(|r| names.contains(&&r[name]) && r[period].parse::<u64>().unwrap() >= 3)
+            .map(|r| r[place].to_string())
+            .collect()
+    };
+    let (top, bottom) = (places(["heat-0", "heat-1"]), places(["heat-2", "heat-3"]));
+    assert_eq!(top.len(), 1, "top moved or split: {top:?}");
+    assert_eq!(bottom.len(), 1, "bottom moved or split: {bottom:?}");
+    assert_ne!(top, bottom, "both bubbles on one node");
+
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("summary");
+    assert_eq!(summary["policy"], "bubbles");
+    let threads = summary["threads"].as_array().expect("threads");
+    let in_bubbles = threads.iter().filter(|t| t.get("bubble").is_some()).count();
+    assert_eq!(in_bubbles, 4, "{summary}");
+}
+
+#[test]
+fn bad_rules_are_refused_before_anything_runs() {
+    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
+    if allowed.len() < 2 {
+        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
+        return;
+    }
+    let map: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let good = write("good.toml", RULES);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--bubbles".into(), good.clone()],
+            "--bubbles is read by the bubbles policy, not by learn",
+        ),
+        (
+            vec![
+                "--policy".into(),
+                "bubbles".into(),
+                "--bubbles".into(),
+                write("bad.toml", "[[bubble]\n"),
+            ],
+            "bubbles file",
+        ),
+        (
+            vec![
+                "--policy".into(),
+                "bubbles".into(),
+                "--bubbles".into(),
+                write("l3.toml", "[[bubble]]\nname = \"a\"\nthreads = \"x\"\nburst = \"l3\"\n"),
+                "--topology".into(),
+                "node:2 core:1 pu:1".into(),
+                "--topology-map".into(),
+                map.join(","),
+            ],
+            "opens at level l3, which this topology lacks",
+        ),
+        (
+            vec![
+                "--policy".into(),
+                "bubbles".into(),
+                "--bubbles".into(),
+                dir.path().join("missing.toml").to_str().unwrap().into(),
+            ],
+            "cannot read bubbles file",
+        ),
+    ];
+    for (flags, expected) in cases {
+        let mut args: Vec<String> = vec!["run".into()];
+        args.extend(flags);
+        args.extend(["--".into(), "touch".into(), marker.to_str().unwrap().into()]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&refs);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(!marker.exists(), "the program ran despite {args:?}");
+    }
+}

@@ -1,0 +1,324 @@
+//! `--bubbles FILE`: rules that put the threads of unmodified programs in
+//! nested bubbles, for `--policy bubbles`.
+//!
+//! ```text
+//!   FILE (TOML)                          BubbleRules::parse (all checks, before
+//!   [[bubble]]                           anything is pinned: exit 2 on error)
+//!   name = "solver"                         │
+//!   threads = "^solver-"  # regex on names  ├─► BubbleSet (policy crate: nesting)
+//!   pids = [1234]         # or processes    └─► one matcher per bubble
+//!   in = "job"            # nested in job
+//!   priority = 1          # placed first                 │
+//!   burst = "node"        # opens at NUMA nodes          ▼ classify(ThreadInfo), per
+//!   load = 2.0            # instead of its threads'      thread while its name settles
+//!                                                        (first five periods)
+//!   a thread goes in the first bubble whose pattern or PID list matches;
+//!   matching two is said once per pair of bubbles
+//! ```
+//!
+//! Thread names come from the supervised program (untrusted): they are only
+//! matched, with the regex crate's linear-time engine.
+
+use crate::EngineError;
+use crate::target::ThreadInfo;
+use pinlearn_policy::{BubbleSet, BubbleSpec, PlaceKind, PlaceTree};
+use regex::Regex;
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Largest rules file read (a rules file is a few lines).
+const MAX_RULES_BYTES: u64 = 1 << 20;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    #[serde(default)]
+    bubble: Vec<Rule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rule {
+    name: String,
+    threads: Option<String>,
+    #[serde(default)]
+    pids: Vec<u32>,
+    #[serde(rename = "in")]
+    within: Option<String>,
+    #[serde(default)]
+    priority: i32,
+    burst: Option<String>,
+    load: Option<f64>,
+}
+
+/// How a bubble's threads are recognised.
+#[derive(Clone, Debug)]
+struct Matcher {
+    /// Index in the bubble set.
+    bubble: usize,
+    threads: Option<Regex>,
+    pids: Vec<u32>,
+}
+
+impl Matcher {
+    fn matches(&self, who: &ThreadInfo) -> bool {
+        self.pids.contains(&who.pid) || self.threads.as_ref().is_some_and(|re| re.is_match(&who.name))
+    }
+}
+
+/// The bubbles of a rules file and how to recognise their threads.
+#[derive(Clone, Debug)]
+pub struct BubbleRules {
+    set: BubbleSet,
+    /// In file order: the first match wins.
+    matchers: Vec<Matcher>,
+    /// Pairs of bubbles (by index) already said to match one thread.
+    overlaps_said: BTreeSet<(usize, usize)>,
+    notes: Vec<String>,
+    source: String,
+}
+
+impl BubbleRules {
+    /// Reads and checks the rules file at `path`.
+    pub fn read(path: &Path) -> Result<Self, EngineError> {
+        let shown = path.display().to_string();
+        let file = std::fs::File::open(path)
+            .map_err(|e| EngineError::bad_input(format!("cannot read bubbles file {shown}: {e}")))?;
+        let mut text = String::new();
+        use std::io::Read as _;
+        file.take(MAX_RULES_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| EngineError::bad_input(format!("cannot read bubbles file {shown}: {e}")))?;
+        if text.len() as u64 > MAX_RULES_BYTES {
+            return Err(EngineError::bad_input(format!(
+                "bubbles file {shown} is larger than {MAX_RULES_BYTES} bytes: a rules file is a few lines"
+            )));
+        }
+        Self::parse(&text, &shown)
+    }
+
+    /// Checks the rules in `text`; `source` names the file in errors.
+    pub fn parse(text: &str, source: &str) -> Result<Self, EngineError> {
+        let bad = |why: String| EngineError::bad_input(format!("bubbles file {source}: {why}"));
+        let file: RulesFile = toml::from_str(text).map_err(|e| {
+            // toml's message spans several lines (the offending line and a caret).
+            let first = e.message().lines().next().unwrap_or("not valid TOML").to_string();
+            let at = e
+                .span()
+                .map(|span| format!(" (line {})", text[..span.start.min(text.len())].lines().count().max(1)))
+                .unwrap_or_default();
+            bad(format!("{first}{at}"))
+        })?;
+        if file.bubble.is_empty() {
+            return Err(bad(
+                "no [[bubble]] is declared; see docs/bubbles.md for the format".into()
+            ));
+        }
+        let mut specs = Vec::with_capacity(file.bubble.len());
+        for rule in &file.bubble {
+            let burst = match &rule.burst {
+                None => None,
+                Some(level) => Some(PlaceKind::from_level_name(level).ok_or_else(|| {
+                    let levels: Vec<&str> = PlaceKind::LEVELS.iter().map(|(_, w)| *w).collect();
+                    bad(format!(
+                        "bubble \"{}\": unknown burst level \"{level}\": use one of {}",
+                        rule.name,
+                        levels.join(", ")
+                    ))
+                })?),
+            };
+            specs.push(BubbleSpec {
+                name: rule.name.clone(),
+                parent: rule.within.clone(),
+                priority: rule.priority,
+                burst,
+                load: rule.load,
+            });
+        }
+        let set = BubbleSet::new(specs).map_err(|e| bad(e.to_string()))?;
+        let mut matchers = Vec::new();
+        let mut pid_owner: std::collections::HashMap<u32, &str> = Default::default();
+        for rule in &file.bubble {
+            let bubble = set.index(&rule.name).expect("checked by BubbleSet::new");
+            let threads = match &rule.threads {
+                None => None,
+                Some(pattern) => Some(Regex::new(pattern).map_err(|e| {
+                    let why = e.to_string();
+                    let why = why
+                        .lines()
+                        .last()
+                        .unwrap_or("not a regular expression")
+                        .trim()
+                        .to_string();
+                    bad(format!(
+                        "bubble \"{}\": threads pattern \"{pattern}\": {why}",
+                        rule.name
+                    ))
+                })?),
+            };
+            for &pid in &rule.pids {
+                if let Some(other) = pid_owner.insert(pid, &rule.name) {
+                    return Err(bad(format!(
+                        "PID {pid} is listed in bubbles \"{other}\" and \"{}\": a thread goes in one bubble",
+                        rule.name
+                    )));
+                }
+            }
+            let has_children = set.iter().any(|b| b.parent == Some(bubble));
+            if threads.is_none() && rule.pids.is_empty() && !has_children {
+                return Err(bad(format!(
+                    "bubble \"{}\" can hold no thread: give threads = \"PATTERN\", pids = [...], or nest bubbles in it",
+                    rule.name
+                )));
+            }
+            if threads.is_some() || !rule.pids.is_empty() {
+                matchers.push(Matcher {
+                    bubble,
+                    threads,
+                    pids: rule.pids.clone(),
+                });
+            }
+        }
+        Ok(BubbleRules {
+            set,
+            matchers,
+            overlaps_said: BTreeSet::new(),
+            notes: Vec::new(),
+            source: source.to_string(),
+        })
+    }
+
+    /// The bubbles, for the policy.
+    pub fn set(&self) -> &BubbleSet {
+        &self.set
+    }
+
+    /// Refuses burst levels the machine (as `tree` shows it) lacks.
+    pub fn check_levels(&self, tree: &PlaceTree) -> Result<(), EngineError> {
+        if let Some((bubble, kind)) = self.set.missing_levels(tree).into_iter().next() {
+            let present: Vec<&str> = PlaceKind::LEVELS
+                .iter()
+                .filter(|(k, _)| tree.has_level(*k))
+                .map(|(_, w)| *w)
+                .collect();
+            return Err(EngineError::bad_input(format!(
+                "bubbles file {}: bubble \"{bubble}\" opens at level {}, which this topology lacks (it has {})",
+                self.source,
+                kind.level_name(),
+                present.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// The bubble of `who`: the first rule that matches. A thread matching
+    /// two rules is said once per pair of bubbles (see [`Self::take_notes`]).
+    pub fn classify(&mut self, who: &ThreadInfo) -> Option<usize> {
+        let mut matching = self.matchers.iter().filter(|m| m.matches(who)).map(|m| m.bubble);
+        let first = matching.next()?;
+        if let Some(second) = matching.next()
+            && self.overlaps_said.insert((first, second))
+        {
+            self.notes.push(format!(
+                "thread {} ({}) matches bubbles \"{}\" and \"{}\"; it goes in \"{}\" (the first rule)",
+                who.tid,
+                who.name,
+                self.set.get(first).name,
+                self.set.get(second).name,
+                self.set.get(first).name
+            ));
+        }
+        Some(first)
+    }
+
+    /// Notes not yet shown to the user.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn who(pid: u32, name: &str) -> ThreadInfo {
+        ThreadInfo {
+            pid,
+            tid: pid + 1,
+            name: name.to_string(),
+        }
+    }
+
+    fn error(text: &str) -> String {
+        BubbleRules::parse(text, "r.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn names_and_pids_put_threads_in_the_first_matching_bubble() {
+        let mut rules = BubbleRules::parse(
+            "[[bubble]]\nname = \"a\"\nthreads = \"^grpa-\"\n[[bubble]]\nname = \"b\"\nthreads = \"^grp\"\npids = [77]\n",
+            "r.toml",
+        )
+        .unwrap();
+        let (a, b) = (rules.set().index("a"), rules.set().index("b"));
+        assert_eq!(rules.classify(&who(1, "grpa-0")), a);
+        assert_eq!(rules.classify(&who(1, "grpb-0")), b);
+        assert_eq!(rules.classify(&who(77, "main")), b);
+        assert_eq!(rules.classify(&who(1, "main")), None);
+        let notes = rules.take_notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("matches bubbles \"a\" and \"b\""), "{notes:?}");
+        rules.classify(&who(2, "grpa-1"));
+        assert!(rules.take_notes().is_empty(), "said once per pair");
+    }
+
+    #[test]
+    fn nesting_priority_burst_and_load_reach_the_bubble_set() {
+        let rules = BubbleRules::parse(
+            "[[bubble]]\nname = \"inner\"\nin = \"outer\"\nthreads = \"x\"\nburst = \"L3\"\npriority = 2\nload = 1.5\n[[bubble]]\nname = \"outer\"\n",
+            "r.toml",
+        )
+        .unwrap();
+        let set = rules.set();
+        let inner = set.get(set.index("inner").unwrap());
+        assert_eq!(inner.parent, set.index("outer"));
+        assert_eq!(inner.burst, Some(PlaceKind::L3));
+        assert_eq!((inner.priority, inner.load), (2, Some(1.5)));
+    }
+
+    #[test]
+    fn bad_rules_are_one_clear_line() {
+        let cases = [
+            ("[[bubble]\nname = 1", "bubbles file r.toml:"),
+            ("", "no [[bubble]] is declared"),
+            (
+                "[[bubble]]\nname = \"a\"\nthreads = \"x\"\nburst = \"socket\"\n",
+                "unknown burst level \"socket\"",
+            ),
+            (
+                "[[bubble]]\nname = \"a\"\nin = \"a\"\nthreads = \"x\"\n",
+                "nested in itself",
+            ),
+            (
+                "[[bubble]]\nname = \"a\"\npids = [5]\n[[bubble]]\nname = \"b\"\npids = [5]\n",
+                "PID 5 is listed in bubbles \"a\" and \"b\"",
+            ),
+            ("[[bubble]]\nname = \"a\"\nthreads = \"(\"\n", "threads pattern \"(\""),
+            ("[[bubble]]\nname = \"a\"\n", "can hold no thread"),
+            (
+                "[[bubble]]\nname = \"a\"\nthreads = \"x\"\ncolour = 1\n",
+                "unknown field `colour`",
+            ),
+            (
+                "[[bubble]]\nname = \"a\"\nthreads = \"x\"\nload = -1.0\n",
+                "load -1 is not a number",
+            ),
+        ];
+        for (text, expected) in cases {
+            let message = error(text);
+            assert!(message.contains(expected), "{text:?}: {message}");
+            assert!(!message.contains('\n'), "{text:?}: {message}");
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Cost of one bubbles spread: 4096 threads in nested bubbles (8 outer
+//! bubbles of 8 inner bubbles of 64 threads, and the same threads with no
+//! bubble at all) over 1024 single-PU cores in 8 NUMA nodes.
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use pinlearn_policy::{BubbleSet, BubbleSpec, Layout, Member, PlaceTree, spread};
+
+fn spread_bench(c: &mut Criterion) {
+    let (nodes, cores) = (8, 128);
+    let layout = Layout::uniform(nodes, cores);
+    // Place ranges as the engine lays them out: node n's cores, then node n,
+    // then the machine.
+    let mut ranges = Vec::new();
+    for node in 0..nodes {
+        for core in 0..cores {
+            let cpu = node * cores + core;
+            ranges.push(cpu..cpu + 1);
+        }
+        ranges.push(node * cores..(node + 1) * cores);
+    }
+    ranges.push(0..nodes * cores);
+    let tree = PlaceTree::new(&layout, |outer, inner| {
+        ranges[outer].start <= ranges[inner].start && ranges[inner].end <= ranges[outer].end
+    });
+    let mut specs = Vec::new();
+    for outer in 0..8 {
+        specs.push(BubbleSpec::new(format!("o{outer}")));
+        for inner in 0..8 {
+            specs.push(BubbleSpec::new(format!("o{outer}i{inner}")).within(format!("o{outer}")));
+        }
+    }
+    let nested = BubbleSet::new(specs).expect("bubbles");
+    let inner: Vec<usize> = (0..nested.len()).filter(|&b| nested.get(b).parent.is_some()).collect();
+    let threads = 4096;
+    let in_bubbles: Vec<Member> = (0..threads)
+        .map(|t| Member {
+            bubble: Some(inner[t / 64]),
+            load: 1.0,
+            priority: 0,
+        })
+        .collect();
+    let loose: Vec<Member> = in_bubbles.iter().map(|m| Member { bubble: None, ..*m }).collect();
+    let mut group = c.benchmark_group("spread");
+    group.bench_function(BenchmarkId::new("nested", "4096x1024"), |b| {
+        b.iter(|| spread(&tree, &nested, &in_bubbles))
+    });
+    let none = BubbleSet::default();
+    group.bench_function(BenchmarkId::new("flat", "4096x1024"), |b| {
+        b.iter(|| spread(&tree, &none, &loose))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, spread_bench);
+criterion_main!(benches);

@@ -1,0 +1,360 @@
+//! Bubble scheduling (paper 001): threads that belong together are grouped
+//! in nested bubbles, and the bubbles are spread over the place tree.
+//!
+//! ```text
+//!   BubbleSpec[] (rules file, in-process API) ─► BubbleSet::new (names,
+//!        nesting checked; parents before children)
+//!
+//!   once per period, BubblesPolicy::decide(PeriodInput):
+//!     threads + input.bubbles[i] (each thread's bubble, from the engine)
+//!        │ reconcile: new / ended threads, bubble changes   ─► respread now
+//!        │ load: 1 while the thread runs, 0 after QUIET_PERIODS
+//!        │       periods without a speed (blocked: it stays high in the tree)
+//!        │       load changed and REGENERATE periods since the last spread
+//!        │                                                  ─► respread (regeneration)
+//!        ▼
+//!     spread(tree, bubbles, members) ─► a place per thread (spread.rs)
+//!        │
+//!     guard.next(progress) ─► Os: every thread on the whole machine
+//!                             Learn: the spread's places
+//! ```
+//!
+//! The guard is the learner's do-no-harm guard (guard.rs): here its
+//! `Learn` arm is the bubbles' placement.
+
+mod spread;
+
+pub use spread::{Member, spread};
+
+use crate::guard::{Arm, Guard, GuardConfig, GuardStats};
+use crate::layout::{Layout, PlaceKind};
+use crate::objective::sanitise_speed;
+use crate::tree::PlaceTree;
+use crate::{Decision, PeriodInput, Policy, ThreadKey};
+use std::collections::HashMap;
+
+/// Periods without a measured speed after which a thread counts as blocked
+/// (load 0).
+pub const QUIET_PERIODS: u32 = 2;
+
+/// Fewest periods between two regenerations caused by loads changing (the
+/// paper warns of ping-pong); threads appearing, ending or changing bubble
+/// are placed at once.
+pub const REGENERATE_PERIODS: u64 = 5;
+
+/// A bubble as declared, its parent named.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BubbleSpec {
+    pub name: String,
+    /// The bubble it is nested in; `None`: the root.
+    pub parent: Option<String>,
+    /// Higher is placed first.
+    pub priority: i32,
+    /// The level at which it opens; `None`: wherever the spread needs.
+    pub burst: Option<PlaceKind>,
+    /// Its load instead of the sum of its threads'.
+    pub load: Option<f64>,
+}
+
+impl BubbleSpec {
+    pub fn new(name: impl Into<String>) -> Self {
+        BubbleSpec {
+            name: name.into(),
+            parent: None,
+            priority: 0,
+            burst: None,
+            load: None,
+        }
+    }
+
+    pub fn within(mut self, parent: impl Into<String>) -> Self {
+        self.parent = Some(parent.into());
+        self
+    }
+}
+
+/// A checked bubble: its parent by index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bubble {
+    pub name: String,
+    pub parent: Option<usize>,
+    pub priority: i32,
+    pub burst: Option<PlaceKind>,
+    pub load: Option<f64>,
+}
+
+/// Why a set of bubbles cannot be used; one line each.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BubbleError {
+    #[error("a bubble has an empty name: give every bubble a name")]
+    EmptyName,
+    #[error("bubble \"{0}\" is declared twice: give each bubble its own name")]
+    Twice(String),
+    #[error("bubble \"{bubble}\" is nested in \"{parent}\", which is not declared")]
+    UnknownParent { bubble: String, parent: String },
+    #[error("bubble \"{0}\" is nested in itself (through {1}): a bubble cannot hold its own ancestors")]
+    Cycle(String, String),
+    #[error("bubble \"{0}\": load {1} is not a number of at least 0")]
+    BadLoad(String, String),
+}
+
+/// Bubbles with checked names and nesting, parents before children.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BubbleSet {
+    bubbles: Vec<Bubble>,
+}
+
+impl BubbleSet {
+    /// Checks `specs` and orders them so that every parent comes before its
+    /// children (otherwise keeping the given order).
+    pub fn new(specs: Vec<BubbleSpec>) -> Result<Self, BubbleError> {
+        let mut by_name: HashMap<&str, usize> = HashMap::new();
+        for (index, spec) in specs.iter().enumerate() {
+            if spec.name.trim().is_empty() {
+                return Err(BubbleError::EmptyName);
+            }
+            if by_name.insert(spec.name.as_str(), index).is_some() {
+                return Err(BubbleError::Twice(spec.name.clone()));
+            }
+            if let Some(load) = spec.load
+                && !(load.is_finite() && load >= 0.0)
+            {
+                return Err(BubbleError::BadLoad(spec.name.clone(), load.to_string()));
+            }
+        }
+        let mut parent_of = Vec::with_capacity(specs.len());
+        for spec in &specs {
+            let parent = match &spec.parent {
+                None => None,
+                Some(parent) => Some(*by_name.get(parent.as_str()).ok_or_else(|| BubbleError::UnknownParent {
+                    bubble: spec.name.clone(),
+                    parent: parent.clone(),
+                })?),
+            };
+            parent_of.push(parent);
+        }
+        // Depth of each bubble; a chain longer than the set is a cycle.
+        let mut order: Vec<(usize, usize)> = Vec::with_capacity(specs.len());
+        for index in 0..specs.len() {
+            let mut depth = 0;
+            let mut chain = vec![specs[index].name.as_str()];
+            let mut at = parent_of[index];
+            while let Some(parent) = at {
+                depth += 1;
+                chain.push(specs[parent].name.as_str());
+                if parent == index || depth > specs.len() {
+                    return Err(BubbleError::Cycle(specs[index].name.clone(), chain.join(" in ")));
+                }
+                at = parent_of[parent];
+            }
+            order.push((depth, index));
+        }
+        order.sort_unstable();
+        let mut new_index = vec![0; specs.len()];
+        for (position, &(_, index)) in order.iter().enumerate() {
+            new_index[index] = position;
+        }
+        let bubbles = order
+            .iter()
+            .map(|&(_, index)| {
+                let spec = &specs[index];
+                Bubble {
+                    name: spec.name.clone(),
+                    parent: parent_of[index].map(|p| new_index[p]),
+                    priority: spec.priority,
+                    burst: spec.burst,
+                    load: spec.load,
+                }
+            })
+            .collect();
+        Ok(BubbleSet { bubbles })
+    }
+
+    pub fn len(&self) -> usize {
+        self.bubbles.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bubbles.is_empty()
+    }
+
+    /// # Panics
+    /// If `index` is not below [`Self::len`].
+    pub fn get(&self, index: usize) -> &Bubble {
+        &self.bubbles[index]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Bubble> {
+        self.bubbles.iter()
+    }
+
+    /// The index of the bubble called `name`.
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.bubbles.iter().position(|b| b.name == name)
+    }
+
+    /// The burst levels used that `tree` lacks (a bubble would never open).
+    pub fn missing_levels(&self, tree: &PlaceTree) -> Vec<(String, PlaceKind)> {
+        self.bubbles
+            .iter()
+            .filter_map(|b| {
+                b.burst
+                    .filter(|&kind| !tree.has_level(kind))
+                    .map(|kind| (b.name.clone(), kind))
+            })
+            .collect()
+    }
+}
+
+/// A live thread as the policy tracks it.
+#[derive(Clone, Debug)]
+struct Tracked {
+    key: ThreadKey,
+    bubble: Option<usize>,
+    /// Periods in a row without a measured speed.
+    quiet: u32,
+    /// Its load at the last spread.
+    spread_load: f64,
+    place: usize,
+}
+
+impl Tracked {
+    fn load(&self) -> f64 {
+        if self.quiet >= QUIET_PERIODS { 0.0 } else { 1.0 }
+    }
+}
+
+/// `--policy bubbles`: the spread placement of the declared bubbles,
+/// regenerated when threads come and go or their loads change, under the
+/// do-no-harm guard.
+#[derive(Clone, Debug)]
+pub struct BubblesPolicy {
+    layout: Layout,
+    tree: PlaceTree,
+    bubbles: BubbleSet,
+    guard: Guard,
+    guard_enabled: bool,
+    threads: Vec<Tracked>,
+    last_spread: Option<u64>,
+    regenerations: u64,
+}
+
+impl BubblesPolicy {
+    pub fn new(layout: Layout, tree: PlaceTree, bubbles: BubbleSet, guard: GuardConfig) -> Self {
+        BubblesPolicy {
+            layout,
+            tree,
+            bubbles,
+            guard: Guard::new(guard),
+            guard_enabled: guard.enabled,
+            threads: Vec::new(),
+            last_spread: None,
+            regenerations: 0,
+        }
+    }
+
+    /// Spreads done because loads changed (not counting those for threads
+    /// coming, going or changing bubble).
+    pub fn regenerations(&self) -> u64 {
+        self.regenerations
+    }
+
+    pub fn bubbles(&self) -> &BubbleSet {
+        &self.bubbles
+    }
+
+    /// Brings the tracked threads in line with `input`; true when a thread
+    /// appeared, ended or changed bubble.
+    fn reconcile(&mut self, input: &PeriodInput<'_>) -> bool {
+        let bubble_of = |i: usize| {
+            input
+                .bubbles
+                .get(i)
+                .copied()
+                .flatten()
+                .filter(|&b| b < self.bubbles.len())
+        };
+        let mut previous = std::mem::take(&mut self.threads).into_iter().peekable();
+        let mut changed = false;
+        for (i, sample) in input.threads.iter().enumerate() {
+            while previous.next_if(|t| t.key < sample.key).is_some() {
+                changed = true;
+            }
+            let bubble = bubble_of(i);
+            let measured = sanitise_speed(sample.speed).is_some();
+            let tracked = match previous.next_if(|t| t.key == sample.key) {
+                Some(mut tracked) => {
+                    changed |= tracked.bubble != bubble;
+                    tracked.bubble = bubble;
+                    tracked.quiet = if measured { 0 } else { tracked.quiet.saturating_add(1) };
+                    tracked
+                }
+                None => {
+                    changed = true;
+                    Tracked {
+                        key: sample.key,
+                        bubble,
+                        quiet: 0,
+                        spread_load: 1.0,
+                        place: self.layout.whole(),
+                    }
+                }
+            };
+            self.threads.push(tracked);
+        }
+        changed | previous.next().is_some()
+    }
+
+    fn respread(&mut self) {
+        let members: Vec<Member> = self
+            .threads
+            .iter()
+            .map(|t| Member {
+                bubble: t.bubble,
+                load: t.load(),
+                priority: 0,
+            })
+            .collect();
+        let places = spread(&self.tree, &self.bubbles, &members);
+        for (thread, (place, member)) in self.threads.iter_mut().zip(places.into_iter().zip(&members)) {
+            thread.place = place;
+            thread.spread_load = member.load;
+        }
+    }
+}
+
+impl Policy for BubblesPolicy {
+    fn name(&self) -> String {
+        "bubbles".to_string()
+    }
+
+    fn guard_stats(&self) -> Option<GuardStats> {
+        self.guard_enabled.then(|| self.guard.stats())
+    }
+
+    fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
+        let changed = self.reconcile(input);
+        let loads_changed = self.threads.iter().any(|t| t.load() != t.spread_load);
+        let due = self
+            .last_spread
+            .is_none_or(|last| input.period >= last + REGENERATE_PERIODS);
+        if changed || (loads_changed && due) {
+            if !changed {
+                self.regenerations += 1;
+            }
+            self.respread();
+            self.last_spread = Some(input.period);
+        }
+        let utility: Vec<f64> = input
+            .threads
+            .iter()
+            .map(|t| sanitise_speed(t.speed).unwrap_or(f64::NAN))
+            .collect();
+        let place = if self.guard.next(input.progress_or_speed_sum(), input.waiting) == Arm::Os {
+            vec![self.layout.whole(); self.threads.len()]
+        } else {
+            self.threads.iter().map(|t| t.place).collect()
+        };
+        Decision { place, utility }
+    }
+}

@@ -1,0 +1,459 @@
+//! The bubbles' spread placement: golden placements on small trees (one
+//! bubble per node, L3 containment, the light-entity rule, priorities, an
+//! uneven split evened), the policy's regeneration, and properties over
+//! random trees and bubbles.
+
+use pinlearn_policy::{
+    BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, GuardConfig, Layout, Member, PeriodInput, PlaceKind, PlaceTree,
+    Policy, QUIET_PERIODS, REGENERATE_PERIODS, ThreadSample, spread,
+};
+use proptest::prelude::*;
+use std::ops::Range;
+
+/// A layout of `nodes` nodes of `cores` one-PU cores, with groups (kind and
+/// CPU range), and its place tree; also the CPU range of every place.
+fn machine(nodes: usize, cores: usize, groups: &[(PlaceKind, Range<usize>)]) -> (Layout, PlaceTree, Vec<Range<usize>>) {
+    let mut layout = Layout::uniform(nodes, cores);
+    let mut ranges = Vec::new();
+    for node in 0..nodes {
+        for core in 0..cores {
+            let cpu = node * cores + core;
+            ranges.push(cpu..cpu + 1);
+        }
+        ranges.push(node * cores..(node + 1) * cores);
+    }
+    if nodes > 1 {
+        ranges.push(0..nodes * cores);
+    }
+    for (kind, range) in groups {
+        let node = (0..nodes).find(|n| n * cores <= range.start && range.end <= (n + 1) * cores);
+        layout.add_group(*kind, node, range.len());
+        ranges.push(range.clone());
+    }
+    let tree = PlaceTree::new(&layout, |outer, inner| {
+        ranges[outer].start <= ranges[inner].start && ranges[inner].end <= ranges[outer].end
+    });
+    (layout, tree, ranges)
+}
+
+fn bubbles(specs: &[(&str, Option<&str>)]) -> BubbleSet {
+    BubbleSet::new(
+        specs
+            .iter()
+            .map(|&(name, parent)| {
+                let spec = BubbleSpec::new(name);
+                match parent {
+                    Some(parent) => spec.within(parent),
+                    None => spec,
+                }
+            })
+            .collect(),
+    )
+    .expect("valid bubbles")
+}
+
+fn member(bubble: Option<usize>) -> Member {
+    Member {
+        bubble,
+        load: 1.0,
+        priority: 0,
+    }
+}
+
+/// The node (index) whose CPUs hold the place's.
+fn node_of(layout: &Layout, ranges: &[Range<usize>], place: usize) -> Option<usize> {
+    (0..layout.nodes()).find(|&n| {
+        let node = &ranges[layout.node_place(n)];
+        node.start <= ranges[place].start && ranges[place].end <= node.end
+    })
+}
+
+#[test]
+fn four_bubbles_of_four_go_one_per_node_each_thread_on_its_own_core() {
+    let (layout, tree, ranges) = machine(4, 4, &[]);
+    let set = bubbles(&[("a", None), ("b", None), ("c", None), ("d", None)]);
+    let members: Vec<Member> = (0..16).map(|t| member(Some(t % 4))).collect();
+    let places = spread(&tree, &set, &members);
+    let mut nodes_used = std::collections::BTreeSet::new();
+    for bubble in 0..4 {
+        let nodes: std::collections::BTreeSet<_> = (0..16)
+            .filter(|t| t % 4 == bubble)
+            .map(|t| node_of(&layout, &ranges, places[t]).expect("within a node"))
+            .collect();
+        assert_eq!(nodes.len(), 1, "bubble {bubble} split over nodes {nodes:?}: {places:?}");
+        nodes_used.extend(nodes);
+    }
+    assert_eq!(nodes_used.len(), 4, "{places:?}");
+    let mut cores: Vec<usize> = places.clone();
+    cores.sort_unstable();
+    cores.dedup();
+    assert_eq!(cores.len(), 16, "one thread per core: {places:?}");
+    assert!(places.iter().all(|&p| layout.places()[p].kind == PlaceKind::Core));
+}
+
+#[test]
+fn a_bubble_of_two_takes_two_cores_of_one_node() {
+    // one node of eight cores: two different cores
+    let (_, tree, _) = machine(1, 8, &[]);
+    let set = bubbles(&[("pair", None)]);
+    let places = spread(&tree, &set, &[member(Some(0)), member(Some(0))]);
+    assert_ne!(places[0], places[1]);
+    assert!(places.iter().all(|&p| p < 8), "cores: {places:?}");
+    // two nodes of four: both in one node, on different cores
+    let (layout, tree, ranges) = machine(2, 4, &[]);
+    let places = spread(&tree, &set, &[member(Some(0)), member(Some(0))]);
+    assert_ne!(places[0], places[1]);
+    assert_eq!(
+        node_of(&layout, &ranges, places[0]),
+        node_of(&layout, &ranges, places[1])
+    );
+    assert_eq!(layout.places()[places[0]].kind, PlaceKind::Core);
+}
+
+#[test]
+fn bubbles_of_two_stay_inside_an_l3() {
+    // package:2 l3cache:2 core:2 pu:1 on one node
+    let (_, tree, ranges) = machine(
+        1,
+        8,
+        &[
+            (PlaceKind::Package, 0..4),
+            (PlaceKind::Package, 4..8),
+            (PlaceKind::L3, 0..2),
+            (PlaceKind::L3, 2..4),
+            (PlaceKind::L3, 4..6),
+            (PlaceKind::L3, 6..8),
+        ],
+    );
+    let set = bubbles(&[("a", None), ("b", None), ("c", None), ("d", None)]);
+    let members: Vec<Member> = (0..8).map(|t| member(Some(t / 2))).collect();
+    let places = spread(&tree, &set, &members);
+    let l3s: Vec<usize> = tree.places_at(PlaceKind::L3).collect();
+    let l3_of = |place: usize| {
+        l3s.iter()
+            .position(|&l3| tree.is_within(place, l3))
+            .expect("under an L3")
+    };
+    let mut used = Vec::new();
+    for bubble in 0..4 {
+        let (x, y) = (places[2 * bubble], places[2 * bubble + 1]);
+        assert_ne!(x, y, "two cores");
+        assert_eq!(
+            l3_of(x),
+            l3_of(y),
+            "bubble {bubble} split over L3s: {places:?} ({ranges:?})"
+        );
+        used.push(l3_of(x));
+    }
+    used.sort_unstable();
+    assert_eq!(used, vec![0, 1, 2, 3], "one bubble per L3");
+    // a single bubble of two also stays in one L3
+    let places = spread(&tree, &set, &[member(Some(0)), member(Some(0))]);
+    assert_eq!(l3_of(places[0]), l3_of(places[1]));
+}
+
+#[test]
+fn entities_lighter_than_a_thirtieth_of_the_share_stay_at_the_parent() {
+    let (layout, tree, _) = machine(2, 4, &[]);
+    let set = BubbleSet::default();
+    let mut members: Vec<Member> = (0..8).map(|_| member(None)).collect();
+    members.push(Member {
+        bubble: None,
+        load: 0.01,
+        priority: 0,
+    });
+    let places = spread(&tree, &set, &members);
+    assert_eq!(places[8], layout.whole(), "the light thread keeps the whole machine");
+    assert!(places[..8].iter().all(|&p| layout.places()[p].kind == PlaceKind::Core));
+}
+
+#[test]
+fn the_higher_priority_thread_keeps_a_core_to_itself() {
+    let (_, tree, _) = machine(1, 2, &[]);
+    let set = BubbleSet::default();
+    for urgent in 0..3 {
+        let members: Vec<Member> = (0..3)
+            .map(|t| Member {
+                bubble: None,
+                load: 1.0,
+                priority: if t == urgent { 5 } else { 0 },
+            })
+            .collect();
+        let places = spread(&tree, &set, &members);
+        let sharing = places.iter().filter(|&&p| p == places[urgent]).count();
+        assert_eq!(sharing, 1, "thread {urgent} shares its core: {places:?}");
+    }
+}
+
+#[test]
+fn an_uneven_three_three_two_split_is_evened_by_opening_the_smallest_bubble() {
+    // Whole bubbles of 3, 3 and 2 on two nodes of four cores give 5 and 3:
+    // one node over its CPUs while the other idles a core.
+    let (layout, tree, ranges) = machine(2, 4, &[]);
+    let set = bubbles(&[("a", None), ("b", None), ("c", None)]);
+    let sizes = [3, 3, 2];
+    let members: Vec<Member> = sizes
+        .iter()
+        .enumerate()
+        .flat_map(|(b, &n)| std::iter::repeat_n(member(Some(b)), n))
+        .collect();
+    let places = spread(&tree, &set, &members);
+    let nodes: Vec<usize> = places.iter().map(|&p| node_of(&layout, &ranges, p).unwrap()).collect();
+    assert_eq!(nodes.iter().filter(|&&n| n == 0).count(), 4, "{nodes:?}");
+    assert!(nodes[0..3].iter().all(|&n| n == nodes[0]), "a stays whole: {nodes:?}");
+    assert!(nodes[3..6].iter().all(|&n| n == nodes[3]), "b stays whole: {nodes:?}");
+    assert_ne!(nodes[6], nodes[7], "c, the smallest, is opened: {nodes:?}");
+}
+
+#[test]
+fn a_burst_level_keeps_a_bubble_whole_down_to_its_level() {
+    // Eight threads in one bubble on two nodes of four: without a level it
+    // opens at the machine (it fits no node); with burst = node it stays on
+    // one node, two threads per core.
+    let (layout, tree, ranges) = machine(2, 4, &[]);
+    let members: Vec<Member> = (0..8).map(|_| member(Some(0))).collect();
+    let free = bubbles(&[("all", None)]);
+    let places = spread(&tree, &free, &members);
+    let nodes: std::collections::BTreeSet<_> = places.iter().map(|&p| node_of(&layout, &ranges, p)).collect();
+    assert_eq!(nodes.len(), 2);
+    let mut spec = BubbleSpec::new("all");
+    spec.burst = Some(PlaceKind::Node);
+    let held = BubbleSet::new(vec![spec]).unwrap();
+    let places = spread(&tree, &held, &members);
+    let nodes: std::collections::BTreeSet<_> = places.iter().map(|&p| node_of(&layout, &ranges, p)).collect();
+    assert_eq!(nodes.len(), 1, "{places:?}");
+}
+
+#[test]
+fn bad_bubble_sets_say_what_is_wrong() {
+    let err = BubbleSet::new(vec![BubbleSpec::new("a").within("a")]).unwrap_err();
+    assert!(matches!(err, BubbleError::Cycle(..)), "{err}");
+    let err = BubbleSet::new(vec![BubbleSpec::new("a").within("b"), BubbleSpec::new("b").within("a")]).unwrap_err();
+    assert!(err.to_string().contains("nested in itself"), "{err}");
+    let err = BubbleSet::new(vec![BubbleSpec::new("a").within("zz")]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "bubble \"a\" is nested in \"zz\", which is not declared"
+    );
+    let err = BubbleSet::new(vec![BubbleSpec::new("a"), BubbleSpec::new("a")]).unwrap_err();
+    assert!(matches!(err, BubbleError::Twice(_)));
+    let mut heavy = BubbleSpec::new("a");
+    heavy.load = Some(f64::NAN);
+    assert!(matches!(BubbleSet::new(vec![heavy]), Err(BubbleError::BadLoad(..))));
+    // children declared before their parent are reordered, not refused
+    let set = BubbleSet::new(vec![BubbleSpec::new("inner").within("outer"), BubbleSpec::new("outer")]).unwrap();
+    assert_eq!(set.get(0).name, "outer");
+    assert_eq!(set.get(1).parent, Some(0));
+}
+
+fn samples(keys: &[u64], quiet: &[u64]) -> Vec<ThreadSample> {
+    keys.iter()
+        .map(|&key| ThreadSample {
+            key,
+            speed: (!quiet.contains(&key)).then_some(0.9),
+        })
+        .collect()
+}
+
+#[test]
+fn the_policy_regenerates_once_a_group_blocks() {
+    // a (4 threads) and b (4) fill the two nodes; c (2) does not fit beside
+    // them whole and is opened. Once b's threads block, one regeneration
+    // puts c back together on b's node.
+    let (layout, tree, ranges) = machine(2, 4, &[]);
+    let set = bubbles(&[("a", None), ("b", None), ("c", None)]);
+    let no_guard = GuardConfig {
+        enabled: false,
+        ..GuardConfig::default()
+    };
+    let mut policy = BubblesPolicy::new(layout.clone(), tree, set, no_guard);
+    let keys: Vec<u64> = (0..10).collect();
+    let of: Vec<Option<usize>> = keys
+        .iter()
+        .map(|&k| {
+            Some(if k < 4 {
+                0
+            } else if k < 8 {
+                1
+            } else {
+                2
+            })
+        })
+        .collect();
+    let node = |place: usize| node_of(&layout, &ranges, place);
+    let mut decide = |period: u64, quiet: &[u64]| {
+        let threads = samples(&keys, quiet);
+        policy.decide(&PeriodInput {
+            period,
+            time_s: period as f64 * 0.05,
+            threads: &threads,
+            numa_tick: false,
+            progress: None,
+            waiting: None,
+            bubbles: &of,
+        })
+    };
+    let first = decide(0, &[]);
+    assert_ne!(
+        node(first.place[8]),
+        node(first.place[9]),
+        "c opened: {:?}",
+        first.place
+    );
+    let b_node = node(first.place[4]);
+    let blocked = [4, 5, 6, 7];
+    let mut period = 1;
+    let mut regenerated_at = None;
+    while period < 1 + QUIET_PERIODS as u64 + REGENERATE_PERIODS + 1 {
+        let d = decide(period, &blocked);
+        if regenerated_at.is_none() && node(d.place[8]) == node(d.place[9]) {
+            regenerated_at = Some(period);
+            assert_eq!(
+                node(d.place[8]),
+                b_node,
+                "c moves to the node b no longer uses: {:?}",
+                d.place
+            );
+        }
+        period += 1;
+    }
+    assert!(regenerated_at.is_some(), "c never came back together");
+    assert_eq!(policy.regenerations(), 1);
+}
+
+/// A random machine: nodes, cores per node, and whether each node splits
+/// into two L3s.
+fn arb_machine() -> impl Strategy<Value = (usize, usize, bool)> {
+    (1usize..=4, 1usize..=8, any::<bool>()).prop_map(|(n, c, l3)| (n, c, l3 && c % 2 == 0 && c >= 2))
+}
+
+fn build(nodes: usize, cores: usize, l3: bool) -> (Layout, PlaceTree, Vec<Range<usize>>) {
+    let groups: Vec<(PlaceKind, Range<usize>)> = if l3 {
+        (0..nodes * 2)
+            .map(|i| (PlaceKind::L3, i * cores / 2..(i + 1) * cores / 2))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    machine(nodes, cores, &groups)
+}
+
+/// Bubbles nested up to three deep: bubble i's parent is an earlier bubble or none.
+fn arb_bubbles() -> impl Strategy<Value = Vec<Option<usize>>> {
+    prop::collection::vec(any::<prop::sample::Index>(), 0..6).prop_map(|picks| {
+        picks
+            .iter()
+            .enumerate()
+            .map(|(i, pick)| {
+                if i == 0 {
+                    None
+                } else {
+                    Some(pick.index(i + 1)).filter(|&p| p < i)
+                }
+            })
+            .collect()
+    })
+}
+
+fn set_of(parents: &[Option<usize>]) -> BubbleSet {
+    BubbleSet::new(
+        parents
+            .iter()
+            .enumerate()
+            .map(|(i, parent)| {
+                let spec = BubbleSpec::new(format!("b{i}"));
+                match parent {
+                    Some(p) => spec.within(format!("b{p}")),
+                    None => spec,
+                }
+            })
+            .collect(),
+    )
+    .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_thread_gets_one_place_of_the_tree_and_the_same_inputs_give_the_same_places(
+        (nodes, cores, l3) in arb_machine(),
+        parents in arb_bubbles(),
+        threads in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4, -2i32..3), 0..40),
+    ) {
+        let (layout, tree, _) = build(nodes, cores, l3);
+        let set = set_of(&parents);
+        let members: Vec<Member> = threads
+            .iter()
+            .map(|(pick, load, priority)| Member {
+                bubble: if set.is_empty() { None } else { Some(pick.index(set.len() + 1)).filter(|&b| b < set.len()) },
+                load: f64::from(*load) / 2.0,
+                priority: *priority,
+            })
+            .collect();
+        // The children of every place share its CPUs out among them.
+        for place in 0..layout.places().len() {
+            let children = tree.children(place);
+            if !children.is_empty() {
+                let sum: usize = children.iter().map(|&c| tree.cpus(c)).sum();
+                prop_assert_eq!(sum, tree.cpus(place), "children {:?} of place {}", children, place);
+            }
+        }
+        let places = spread(&tree, &set, &members);
+        prop_assert_eq!(places.len(), members.len());
+        for &place in &places {
+            prop_assert!(place < layout.places().len());
+            prop_assert!(tree.is_within(place, tree.root()), "place {} is not in the tree", place);
+        }
+        prop_assert_eq!(spread(&tree, &set, &members), places);
+    }
+
+    #[test]
+    fn bubbles_that_each_fit_a_node_are_never_split_over_nodes(
+        (nodes, cores, l3) in arb_machine(),
+        sizes in prop::collection::vec(1usize..=8, 1..=4),
+    ) {
+        // No more bubbles than nodes, each at most a node's worth of threads,
+        // no other threads: every bubble ends within one node.
+        prop_assume!(sizes.len() <= nodes);
+        let sizes: Vec<usize> = sizes.iter().map(|&s| s.min(cores)).collect();
+        let (layout, tree, ranges) = build(nodes, cores, l3);
+        let set = set_of(&vec![None; sizes.len()]);
+        let members: Vec<Member> = sizes
+            .iter()
+            .enumerate()
+            .flat_map(|(b, &n)| std::iter::repeat_n(member(Some(b)), n))
+            .collect();
+        let places = spread(&tree, &set, &members);
+        for bubble in 0..sizes.len() {
+            let nodes_of: std::collections::BTreeSet<_> = members
+                .iter()
+                .zip(&places)
+                .filter(|(m, _)| m.bubble == Some(bubble))
+                .map(|(_, &p)| node_of(&layout, &ranges, p))
+                .collect();
+            prop_assert_eq!(nodes_of.len(), 1, "bubble {} of {:?} split: {:?}", bubble, sizes, places);
+            prop_assert!(nodes_of.iter().all(Option::is_some));
+        }
+    }
+}
+
+#[test]
+fn entities_without_load_are_spread_too() {
+    // Blocked threads (load 0) in two bubbles: no share tells the nodes
+    // apart, so the count of entities does.
+    let (layout, tree, ranges) = machine(2, 2, &[]);
+    let set = bubbles(&[("a", None), ("b", None)]);
+    let members: Vec<Member> = (0..4)
+        .map(|t| Member {
+            bubble: Some(t / 2),
+            load: 0.0,
+            priority: 0,
+        })
+        .collect();
+    let places = spread(&tree, &set, &members);
+    let nodes: Vec<_> = places.iter().map(|&p| node_of(&layout, &ranges, p)).collect();
+    assert_eq!(nodes[0], nodes[1]);
+    assert_eq!(nodes[2], nodes[3]);
+    assert_ne!(nodes[0], nodes[2], "{places:?}");
+}
