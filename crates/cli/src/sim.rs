@@ -31,7 +31,7 @@ pub struct SimArgs {
     /// Application threads
     #[arg(long, default_value_t = WorkloadSpec::default().threads)]
     pub threads: usize,
-    /// The simulated program: independent, barrier, barrier-spin or pipeline
+    /// The simulated program: independent, barrier, barrier-spin, pipeline or heat
     #[arg(long, default_value_t = WorkloadSpec::default().kind)]
     pub workload: WorkloadKind,
     /// Scenarios, comma-separated: A.1 ... C.3, A.D ... C.D (threads per core A 4, B 2, C 1;

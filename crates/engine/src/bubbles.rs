@@ -59,11 +59,15 @@ struct Matcher {
     bubble: usize,
     threads: Option<Regex>,
     pids: Vec<u32>,
+    /// Thread ids (bubbles a program declares itself, not rules files).
+    tids: Vec<u32>,
 }
 
 impl Matcher {
     fn matches(&self, who: &ThreadInfo) -> bool {
-        self.pids.contains(&who.pid) || self.threads.as_ref().is_some_and(|re| re.is_match(&who.name))
+        self.pids.contains(&who.pid)
+            || self.tids.contains(&who.tid)
+            || self.threads.as_ref().is_some_and(|re| re.is_match(&who.name))
     }
 }
 
@@ -177,6 +181,7 @@ impl BubbleRules {
                     bubble,
                     threads,
                     pids: rule.pids.clone(),
+                    tids: Vec::new(),
                 });
             }
         }
@@ -187,6 +192,33 @@ impl BubbleRules {
             notes: Vec::new(),
             source: source.to_string(),
         })
+    }
+
+    /// Bubbles declared by the program itself (the simulator's workloads):
+    /// `members[b]` are the thread ids in bubble `b` of `set`.
+    ///
+    /// # Panics
+    /// If `members` does not have one list per bubble of `set`.
+    pub fn declared(set: BubbleSet, members: Vec<Vec<u32>>) -> Self {
+        assert_eq!(set.len(), members.len(), "one member list per bubble");
+        let matchers = members
+            .into_iter()
+            .enumerate()
+            .filter(|(_, tids)| !tids.is_empty())
+            .map(|(bubble, tids)| Matcher {
+                bubble,
+                threads: None,
+                pids: Vec::new(),
+                tids,
+            })
+            .collect();
+        BubbleRules {
+            set,
+            matchers,
+            overlaps_said: BTreeSet::new(),
+            notes: Vec::new(),
+            source: "the program's declarations".into(),
+        }
     }
 
     /// The bubbles, for the policy.

@@ -12,7 +12,8 @@
 //! The same checks run over the seeds in `cargo test` (tests at the end), so
 //! a check that cannot be built or that rejects its own seeds fails in CI.
 
-use pinlearn_engine::{Settings, format_duration, parse_duration};
+use pinlearn_engine::bubbles::BubbleRules;
+use pinlearn_engine::{Settings, ThreadInfo, format_duration, parse_duration};
 use pinlearn_heartbeat::{HeartbeatReader, channel_path_in};
 use pinlearn_topology::{CpuSet, Topology};
 
@@ -92,16 +93,42 @@ pub fn check_channel(data: &[u8]) {
     }
 }
 
+/// Bubble rules files (`--bubbles`): what is accepted classifies threads
+/// (names made of the input's lines) into bubbles of the set.
+pub fn check_bubbles(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    match BubbleRules::parse(&text, "fuzz.toml") {
+        Ok(mut rules) => {
+            assert!(!rules.set().is_empty());
+            for (tid, name) in text.lines().take(16).enumerate() {
+                let who = ThreadInfo {
+                    pid: tid as u32,
+                    tid: tid as u32,
+                    name: name.chars().take(15).collect(),
+                };
+                if let Some(bubble) = rules.classify(&who) {
+                    assert!(bubble < rules.set().len());
+                }
+            }
+            for note in rules.take_notes() {
+                one_line(&note);
+            }
+        }
+        Err(error) => one_line(&error.to_string()),
+    }
+}
+
 /// One check: raw bytes in, a panic if something that must hold does not.
 pub type Check = fn(&[u8]);
 
 /// The checks by target name (the binaries and scripts/fuzz use these names).
-pub const TARGETS: [(&str, Check); 5] = [
+pub const TARGETS: [(&str, Check); 6] = [
     ("cpu_list", check_cpu_list),
     ("duration", check_duration),
     ("config", check_config),
     ("topology", check_topology),
     ("channel", check_channel),
+    ("bubbles", check_bubbles),
 ];
 
 #[cfg(test)]

@@ -457,3 +457,30 @@ fn entities_without_load_are_spread_too() {
     assert_eq!(nodes[2], nodes[3]);
     assert_ne!(nodes[0], nodes[2], "{places:?}");
 }
+
+#[test]
+fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
+    // Memory is first touched where a thread first runs: the spread must
+    // come before Linux's windows, whatever `first` says.
+    let (layout, tree, _) = machine(2, 2, &[]);
+    let guard = GuardConfig {
+        first: pinlearn_policy::Arm::Os,
+        ..GuardConfig::default()
+    };
+    let mut policy = BubblesPolicy::new(layout.clone(), tree, bubbles(&[("a", None)]), guard);
+    let threads = samples(&[1, 2], &[]);
+    let first = policy.decide(&PeriodInput {
+        period: 0,
+        time_s: 0.0,
+        threads: &threads,
+        numa_tick: false,
+        progress: None,
+        waiting: None,
+        bubbles: &[Some(0), Some(0)],
+    });
+    assert!(
+        first.place.iter().all(|&p| layout.places()[p].kind == PlaceKind::Core),
+        "{:?}",
+        first.place
+    );
+}

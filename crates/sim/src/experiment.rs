@@ -18,16 +18,19 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use pinlearn_engine::bubbles::BubbleRules;
 use pinlearn_engine::{Engine, Places, PolicyChoice, Settings};
 use pinlearn_experiment::{Load, ModelRecord, RunRecord, Scenario, Scheduler, SchedulerKind};
-use pinlearn_policy::{BubbleSet, BubblesPolicy, LearnConfig, LearnPolicy, OsPolicy, Policy, StaticPolicy, ThreadKey};
+use pinlearn_policy::{
+    BubbleSet, BubbleSpec, BubblesPolicy, LearnConfig, LearnPolicy, OsPolicy, Policy, StaticPolicy, ThreadKey,
+};
 use pinlearn_topology::{CpuSet, Topology};
 
 use crate::SimError;
 use crate::background::BackgroundSchedule;
 use crate::game::{FixedPolicy, LoadGame, Optimum};
 use crate::machine::{MachineParams, SimMachine, SimMetric};
-use crate::workload::WorkloadSpec;
+use crate::workload::{WorkloadKind, WorkloadSpec};
 
 /// A run that has not completed after this many times `--duration` stops
 /// and is reported as unfinished.
@@ -145,12 +148,12 @@ impl Experiment {
                     .collect();
                 Box::new(FixedPolicy::new("best-static", place_of, layout.whole()))
             }
-            // The simulated workloads declare no bubbles yet: every thread is
-            // its own entity, spread by load over the place tree.
             SchedulerKind::Policy(PolicyChoice::Bubbles) => Box::new(BubblesPolicy::new(
                 layout,
                 prepared.places.tree(),
-                BubbleSet::default(),
+                self.declared_bubbles(prepared)
+                    .map(|rules| rules.set().clone())
+                    .unwrap_or_default(),
                 self.settings.learn.guard,
             )),
             SchedulerKind::Policy(PolicyChoice::Learn) => {
@@ -161,6 +164,29 @@ impl Experiment {
                 Box::new(LearnPolicy::new(layout, cfg, seed))
             }
         }
+    }
+
+    /// The bubbles the workload declares, as the real program would through
+    /// the bubbles API: `heat` builds one bubble per NUMA node from a
+    /// topology query, holding consecutive threads (paper 001 §5.2); the
+    /// other workloads declare none (every thread is its own entity).
+    fn declared_bubbles(&self, prepared: &Prepared) -> Option<BubbleRules> {
+        if self.workload.kind != WorkloadKind::Heat {
+            return None;
+        }
+        let nodes = prepared.topology.nodes().len();
+        let threads = self.workload.threads;
+        let set = BubbleSet::new((0..nodes).map(|n| BubbleSpec::new(format!("node{n}"))).collect())
+            .expect("distinct names, no nesting");
+        // Thread index i is the machine's thread key i + 1 (its tid).
+        let members = (0..nodes)
+            .map(|n| {
+                (threads * n / nodes..threads * (n + 1) / nodes)
+                    .map(|i| i as u32 + 1)
+                    .collect()
+            })
+            .collect();
+        Some(BubbleRules::declared(set, members))
     }
 
     /// Runs one (scenario, scheduler, seed) to completion or the horizon;
@@ -189,6 +215,11 @@ impl Experiment {
             self.settings.numa_every(),
             None,
         );
+        if scheduler.kind == SchedulerKind::Policy(PolicyChoice::Bubbles)
+            && let Some(rules) = self.declared_bubbles(prepared)
+        {
+            engine = engine.with_bubbles(rules);
+        }
         let period_s = self.settings.interval.as_secs_f64();
         let horizon = HORIZON_FACTOR * self.workload.duration_s;
         let threads = self.workload.threads;

@@ -137,6 +137,9 @@ struct SimThread {
     memory_intensity: f64,
     /// Node holding the thread's memory: where it first did work.
     home: Option<usize>,
+    /// Where its memory accesses go: (thread whose data, share); its own
+    /// only, except for workloads whose threads read each other's data.
+    data: Vec<(usize, f64)>,
     /// Layout place the thread is allowed on.
     place: usize,
     core: usize,
@@ -276,6 +279,7 @@ impl SimMachine {
         };
         machine.apply_background_phase();
         let mut placed = machine.bg.clone();
+        let mut data = spec.data_shares().into_iter();
         for index in 0..spec.threads {
             let weight = spec.weight(index);
             let core = machine.fork_core(&placed);
@@ -285,6 +289,7 @@ impl SimMachine {
                 weight,
                 memory_intensity: spec.memory_intensity,
                 home: None,
+                data: data.next().unwrap_or_else(|| vec![(index, 1.0)]),
                 place: machine.whole,
                 core,
                 has_run: false,
@@ -421,13 +426,17 @@ impl SimMachine {
         }
     }
 
+    /// 1 + (F − 1) · m · (share of the thread's accesses to data homed on
+    /// another node than its core's; data not yet touched counts as local).
     fn slowdown(&self, thread: &SimThread) -> f64 {
-        match thread.home {
-            Some(home) if home != self.core_node[thread.core] => {
-                1.0 + (self.params.numa_factor - 1.0).max(0.0) * thread.memory_intensity
-            }
-            _ => 1.0,
-        }
+        let node = self.core_node[thread.core];
+        let remote: f64 = thread
+            .data
+            .iter()
+            .filter(|&&(owner, _)| self.threads[owner].home.is_some_and(|home| home != node))
+            .map(|&(_, share)| share)
+            .sum();
+        1.0 + (self.params.numa_factor - 1.0).max(0.0) * thread.memory_intensity * remote
     }
 
     fn handle_due_events(&mut self) {

@@ -14,6 +14,8 @@
 //!   time is over, changes activity:
 //!     independent   Work ─► Done
 //!     barrier       Work ─► Block (or Spin until now+spin) ─► all Work when the last arrives
+//!     heat          as barrier (blocking); each thread also reads its
+//!                   neighbours' edge rows (see `WorkloadSpec::data_shares`)
 //!     pipeline      Work ─► push item downstream (Block while the queue is full)
 //!                        ─► pop next item (Block while the queue is empty) ─► Work / Done
 //!   tasks that went Block ─► Work are reported as woken (the OS places them).
@@ -33,6 +35,9 @@ pub const WORK_EPSILON: f64 = 1e-9;
 /// one thread per core, in core-seconds.
 const ROUND_SECONDS: f64 = 0.1;
 
+/// Rows of the `heat` plate (the real workload's default, `pinlearn work heat`).
+pub const HEAT_ROWS: usize = 4096;
+
 /// Work of one pipeline item at the bottleneck stage, in core-seconds.
 const ITEM_SECONDS: f64 = 0.025;
 
@@ -50,6 +55,9 @@ pub enum WorkloadKind {
     /// Stages of unequal work per item over bounded queues; waiting threads
     /// block.
     Pipeline,
+    /// Heat conduction (`pinlearn work heat`): blocking barrier rounds, and
+    /// each thread's memory accesses partly go to its neighbours' stripes.
+    Heat,
 }
 
 impl WorkloadKind {
@@ -59,6 +67,7 @@ impl WorkloadKind {
             WorkloadKind::Barrier => "barrier",
             WorkloadKind::BarrierSpin => "barrier-spin",
             WorkloadKind::Pipeline => "pipeline",
+            WorkloadKind::Heat => "heat",
         }
     }
 }
@@ -72,10 +81,11 @@ impl std::str::FromStr for WorkloadKind {
             WorkloadKind::Barrier,
             WorkloadKind::BarrierSpin,
             WorkloadKind::Pipeline,
+            WorkloadKind::Heat,
         ]
         .into_iter()
         .find(|kind| kind.name() == text)
-        .ok_or_else(|| format!("unknown workload {text:?}: use independent, barrier, barrier-spin or pipeline"))
+        .ok_or_else(|| format!("unknown workload {text:?}: use independent, barrier, barrier-spin, pipeline or heat"))
     }
 }
 
@@ -160,6 +170,31 @@ impl WorkloadSpec {
         stage_of
     }
 
+    /// Where each thread's memory accesses go: `(thread whose data it is,
+    /// share)`. Its own data only, except for `heat`, where a thread reads
+    /// one edge row of each neighbour per step besides its own stripe: with
+    /// the real workload's plate of [`HEAT_ROWS`] rows split into one stripe
+    /// per thread, a neighbour's share is 1 / (stripe rows + 2).
+    pub fn data_shares(&self) -> Vec<Vec<(usize, f64)>> {
+        let n = self.threads;
+        if self.kind != WorkloadKind::Heat || n < 2 {
+            return (0..n).map(|i| vec![(i, 1.0)]).collect();
+        }
+        let stripe = (HEAT_ROWS as f64 / n as f64).max(1.0);
+        let edge = 1.0 / (stripe + 2.0);
+        (0..n)
+            .map(|i| {
+                let neighbours: Vec<usize> = [i.checked_sub(1), (i + 1 < n).then_some(i + 1)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                let mut shares = vec![(i, 1.0 - edge * neighbours.len() as f64)];
+                shares.extend(neighbours.into_iter().map(|j| (j, edge)));
+                shares
+            })
+            .collect()
+    }
+
     fn stage_work(&self, stage: usize) -> f64 {
         self.stages.get(stage).copied().unwrap_or(1.0)
     }
@@ -217,11 +252,11 @@ impl WorkloadSpec {
                     state: ProgramState::Independent,
                 };
             }
-            WorkloadKind::Barrier | WorkloadKind::BarrierSpin => {
+            WorkloadKind::Barrier | WorkloadKind::BarrierSpin | WorkloadKind::Heat => {
                 let rounds = (self.duration_s / ROUND_SECONDS).round().max(1.0) as u64;
                 let round_work = weights.iter().map(|w| w * per_unit / rounds as f64).collect();
                 let wait = match (self.kind, self.spin_s) {
-                    (WorkloadKind::Barrier, _) => Wait::Block,
+                    (WorkloadKind::Barrier | WorkloadKind::Heat, _) => Wait::Block,
                     (_, Some(spin)) => Wait::Spin(spin),
                     (_, None) => Wait::Spin(f64::INFINITY),
                 };
@@ -580,6 +615,21 @@ mod tests {
             queue_capacity: 4,
             memory_intensity: 0.0,
         }
+    }
+
+    #[test]
+    fn heat_threads_read_one_edge_row_of_each_neighbour() {
+        let shares = spec(WorkloadKind::Heat, 16).data_shares();
+        // 4096 rows / 16 threads: stripes of 256 rows, an edge is 1/258.
+        let edge = 1.0 / 258.0;
+        assert_eq!(shares[0], vec![(0, 1.0 - edge), (1, edge)]);
+        assert_eq!(shares[5], vec![(5, 1.0 - 2.0 * edge), (4, edge), (6, edge)]);
+        for thread in &shares {
+            let total: f64 = thread.iter().map(|&(_, s)| s).sum();
+            assert!((total - 1.0).abs() < 1e-12);
+        }
+        let own_only = spec(WorkloadKind::Barrier, 3).data_shares();
+        assert_eq!(own_only, vec![vec![(0, 1.0)], vec![(1, 1.0)], vec![(2, 1.0)]]);
     }
 
     /// Runs every Work task to the end of its chunk, `steps` times.

@@ -1,0 +1,65 @@
+//! Bubbles in the simulator: the heat workload on the bubbles paper's
+//! machine (4 nodes of 4 cores, remote memory 3x slower), one bubble per
+//! node declared by the workload, against the hand-made pinning (thread i
+//! on core i: `static`) and the modelled OS. Deterministic (seeded).
+
+use pinlearn_engine::{PolicyChoice, Settings};
+use pinlearn_experiment::Scheduler;
+use pinlearn_sim::{Experiment, MachineParams, WorkloadKind, WorkloadSpec};
+use pinlearn_topology::Topology;
+
+fn heat(numa_factor: f64) -> Experiment {
+    Experiment {
+        topology: Topology::from_synthetic("node:4 core:4 pu:1").unwrap(),
+        workload: WorkloadSpec {
+            kind: WorkloadKind::Heat,
+            threads: 16,
+            duration_s: 30.0,
+            memory_intensity: 1.0,
+            ..WorkloadSpec::default()
+        },
+        params: MachineParams {
+            numa_factor,
+            ..MachineParams::default()
+        },
+        settings: Settings::default(),
+        background_weight: 2.0,
+    }
+}
+
+/// Completion of `scheduler` in `scenario`, simulated seconds.
+fn completion(experiment: &Experiment, scenario: &str, choice: PolicyChoice) -> f64 {
+    let prepared = experiment.prepare(scenario.parse().unwrap()).unwrap();
+    let run = experiment.run(&prepared, Scheduler::policy(choice), 0, 1).unwrap();
+    run.record.completion_s.expect("the run completes")
+}
+
+#[test]
+fn heat_bubbles_match_the_hand_made_pinning_and_beat_the_os_where_threads_share_cores() {
+    let experiment = heat(3.0);
+    // One thread per core: bubbles place like the hand-made pinning.
+    let (bound, bubbles) = (
+        completion(&experiment, "C.1", PolicyChoice::Static),
+        completion(&experiment, "C.1", PolicyChoice::Bubbles),
+    );
+    assert!(bubbles <= bound * 1.02, "C.1: bubbles {bubbles} s, bound {bound} s");
+    // Four threads per core: the OS balancer moves threads away from their
+    // memory; bubbles keep each on its node.
+    let (os, bubbles) = (
+        completion(&experiment, "A.1", PolicyChoice::Os),
+        completion(&experiment, "A.1", PolicyChoice::Bubbles),
+    );
+    assert!(os >= 1.3 * bubbles, "A.1: os {os} s, bubbles {bubbles} s");
+}
+
+#[test]
+fn without_remote_memory_cost_heat_bubbles_equal_the_os_on_idle_cores() {
+    let experiment = heat(1.0);
+    for scenario in ["C.1", "A.1", "B.1"] {
+        let (os, bubbles) = (
+            completion(&experiment, scenario, PolicyChoice::Os),
+            completion(&experiment, scenario, PolicyChoice::Bubbles),
+        );
+        assert!(bubbles <= os * 1.02, "{scenario}: bubbles {bubbles} s, os {os} s");
+    }
+}
