@@ -126,7 +126,7 @@ impl BubbleRules {
                 Some(level) => Some(PlaceKind::from_level_name(level).ok_or_else(|| {
                     let levels: Vec<&str> = PlaceKind::LEVELS.iter().map(|(_, w)| *w).collect();
                     bad(format!(
-                        "bubble \"{}\": unknown burst level \"{level}\": use one of {}",
+                        "bubble {:?}: unknown burst level {level:?}: use one of {}",
                         rule.name,
                         levels.join(", ")
                     ))
@@ -155,16 +155,13 @@ impl BubbleRules {
                         .unwrap_or("not a regular expression")
                         .trim()
                         .to_string();
-                    bad(format!(
-                        "bubble \"{}\": threads pattern \"{pattern}\": {why}",
-                        rule.name
-                    ))
+                    bad(format!("bubble {:?}: threads pattern {pattern:?}: {why}", rule.name))
                 })?),
             };
             for &pid in &rule.pids {
                 if let Some(other) = pid_owner.insert(pid, &rule.name) {
                     return Err(bad(format!(
-                        "PID {pid} is listed in bubbles \"{other}\" and \"{}\": a thread goes in one bubble",
+                        "PID {pid} is listed in bubbles {other:?} and {:?}: a thread goes in one bubble",
                         rule.name
                     )));
                 }
@@ -172,7 +169,7 @@ impl BubbleRules {
             let has_children = set.iter().any(|b| b.parent == Some(bubble));
             if threads.is_none() && rule.pids.is_empty() && !has_children {
                 return Err(bad(format!(
-                    "bubble \"{}\" can hold no thread: give threads = \"PATTERN\", pids = [...], or nest bubbles in it",
+                    "bubble {:?} can hold no thread: give threads = \"PATTERN\", pids = [...], or nest bubbles in it",
                     rule.name
                 )));
             }
@@ -235,7 +232,7 @@ impl BubbleRules {
                 .map(|(_, w)| *w)
                 .collect();
             return Err(EngineError::bad_input(format!(
-                "bubbles file {}: bubble \"{bubble}\" opens at level {}, which this topology lacks (it has {})",
+                "bubbles file {}: bubble {bubble:?} opens at level {}, which this topology lacks (it has {})",
                 self.source,
                 kind.level_name(),
                 present.join(", ")
@@ -253,7 +250,7 @@ impl BubbleRules {
             && self.overlaps_said.insert((first, second))
         {
             self.notes.push(format!(
-                "thread {} ({}) matches bubbles \"{}\" and \"{}\"; it goes in \"{}\" (the first rule)",
+                "thread {} ({:?}) matches bubbles {:?} and {:?}; it goes in {:?} (the first rule)",
                 who.tid,
                 who.name,
                 self.set.get(first).name,

@@ -30,6 +30,17 @@ pub struct PlaceTree {
     kinds: Vec<PlaceKind>,
     cpus: Vec<usize>,
     left_out: Vec<usize>,
+    /// Per place, the kinds of the places in its subtree (itself included),
+    /// one bit per [`PlaceKind::LEVELS`] entry.
+    kinds_below: Vec<u8>,
+}
+
+fn level_bit(kind: PlaceKind) -> u8 {
+    let rank = PlaceKind::LEVELS
+        .iter()
+        .position(|(k, _)| *k == kind)
+        .expect("every kind has a level");
+    1 << rank
 }
 
 impl PlaceTree {
@@ -94,6 +105,13 @@ impl PlaceTree {
             list.sort_unstable();
         }
         debug_assert!(parent[root].is_none(), "the whole place has no parent");
+        let mut kinds_below: Vec<u8> = places.iter().map(|p| level_bit(p.kind)).collect();
+        // Narrowest first, so every child is done before its parent.
+        for &place in kept.iter().rev() {
+            if let Some(up) = parent[place] {
+                kinds_below[up] |= kinds_below[place];
+            }
+        }
         PlaceTree {
             root,
             parent,
@@ -101,6 +119,7 @@ impl PlaceTree {
             kinds: places.iter().map(|p| p.kind).collect(),
             cpus: places.iter().map(|p| p.cpus).collect(),
             left_out,
+            kinds_below,
         }
     }
 
@@ -142,6 +161,11 @@ impl PlaceTree {
     /// The places of the tree of `kind`, by index.
     pub fn places_at(&self, kind: PlaceKind) -> impl Iterator<Item = usize> + '_ {
         (0..self.kinds.len()).filter(move |&place| self.kinds[place] == kind && !self.left_out.contains(&place))
+    }
+
+    /// True when `place` or a place below it is of `kind`.
+    pub fn has_below(&self, place: usize, kind: PlaceKind) -> bool {
+        self.kinds_below[place] & level_bit(kind) != 0
     }
 
     /// True when `inner` is `outer` or lies below it.
@@ -230,6 +254,9 @@ mod tests {
         assert_eq!(t.children(4), &[23, 24], "node 0 splits into its L3s");
         assert_eq!(t.children(24), &[2, 3]);
         assert_eq!(t.children(9), &[5, 6, 7, 8]);
+        assert!(t.has_below(t.root(), PlaceKind::L3) && t.has_below(4, PlaceKind::L3));
+        assert!(!t.has_below(9, PlaceKind::L3), "node 1 has no L3 of its own");
+        assert!(t.has_below(9, PlaceKind::Core) && !t.has_below(9, PlaceKind::Package));
         assert_eq!(t.places_at(PlaceKind::Package).collect::<Vec<_>>(), vec![21, 22]);
         assert!(t.left_out().is_empty());
     }

@@ -484,3 +484,24 @@ fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
         first.place
     );
 }
+
+#[test]
+fn a_bubble_whose_level_is_missing_from_its_branch_opens_where_the_branch_lacks_it() {
+    // Only node 1 has L3s; a bubble held to the L3 level that lands on
+    // node 0 must still open there (not pile its threads on one core).
+    let (layout, tree, ranges) = machine(2, 4, &[(PlaceKind::L3, 4..6), (PlaceKind::L3, 6..8)]);
+    let mut spec = BubbleSpec::new("a");
+    spec.burst = Some(PlaceKind::L3);
+    let set = BubbleSet::new(vec![spec]).unwrap();
+    let members: Vec<Member> = (0..4).map(|_| member(Some(0))).collect();
+    let places = spread(&tree, &set, &members);
+    let mut cores = places.clone();
+    cores.sort_unstable();
+    cores.dedup();
+    assert_eq!(cores.len(), 4, "one thread per core: {places:?}");
+    assert!(places.iter().all(|&p| layout.places()[p].kind == PlaceKind::Core));
+    assert!(
+        places.iter().all(|&p| node_of(&layout, &ranges, p) == Some(0)),
+        "{places:?}"
+    );
+}

@@ -94,13 +94,13 @@ pub struct Bubble {
 pub enum BubbleError {
     #[error("a bubble has an empty name: give every bubble a name")]
     EmptyName,
-    #[error("bubble \"{0}\" is declared twice: give each bubble its own name")]
+    #[error("bubble {0:?} is declared twice: give each bubble its own name")]
     Twice(String),
-    #[error("bubble \"{bubble}\" is nested in \"{parent}\", which is not declared")]
+    #[error("bubble {bubble:?} is nested in {parent:?}, which is not declared")]
     UnknownParent { bubble: String, parent: String },
-    #[error("bubble \"{0}\" is nested in itself (through {1}): a bubble cannot hold its own ancestors")]
+    #[error("bubble {0:?} is nested in itself (through {1}): a bubble cannot hold its own ancestors")]
     Cycle(String, String),
-    #[error("bubble \"{0}\": load {1} is not a number of at least 0")]
+    #[error("bubble {0:?}: load {1} is not a number of at least 0")]
     BadLoad(String, String),
 }
 
@@ -143,11 +143,11 @@ impl BubbleSet {
         let mut order: Vec<(usize, usize)> = Vec::with_capacity(specs.len());
         for index in 0..specs.len() {
             let mut depth = 0;
-            let mut chain = vec![specs[index].name.as_str()];
+            let mut chain = vec![format!("{:?}", specs[index].name)];
             let mut at = parent_of[index];
             while let Some(parent) = at {
                 depth += 1;
-                chain.push(specs[parent].name.as_str());
+                chain.push(format!("{:?}", specs[parent].name));
                 if parent == index || depth > specs.len() {
                     return Err(BubbleError::Cycle(specs[index].name.clone(), chain.join(" in ")));
                 }

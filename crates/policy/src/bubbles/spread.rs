@@ -6,7 +6,8 @@
 //!   spread(place, entities)          entities: threads and bubbles, each with a
 //!     │                              load (a bubble: the sum of its contents,
 //!     │                              or its hint) and a priority
-//!     ├─ open the bubbles whose burst level is this place's level
+//!     ├─ open the bubbles whose burst level is this place's level (or that
+//!     │    would never meet their level further down this branch)
 //!     ├─ a core (or a place with no children): every thread of the
 //!     │    entities gets this place
 //!     ├─ one child: go into it
@@ -212,8 +213,13 @@ impl<'a> Spreader<'a> {
             return;
         }
         let kind = self.tree.kind(place);
-        let bubbles = self.bubbles;
-        self.open_while(&mut items, |b, _| bubbles.get(b).burst == Some(kind));
+        let (bubbles, tree) = (self.bubbles, self.tree);
+        self.open_while(&mut items, |b, _| {
+            bubbles
+                .get(b)
+                .burst
+                .is_some_and(|level| level == kind || !tree.has_below(place, level))
+        });
         let children = self.tree.children(place);
         if children.is_empty() {
             self.assign_all(place, &items);
