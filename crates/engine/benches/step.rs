@@ -83,7 +83,7 @@ fn decide(c: &mut Criterion) {
                         numa_tick: period.is_multiple_of(40),
                         progress: None,
                         waiting: None,
-                        bubbles: &[],
+                        bubbles: None,
                     })
                 })
             },

@@ -14,6 +14,11 @@
 //!                                                        (first five periods)
 //!   a thread goes in the first bubble whose pattern or PID list matches;
 //!   matching two is said once per pair of bubbles
+//!
+//!   threads = "^rank(?<bubble>\d+)-"   a group named `bubble` in the pattern:
+//!   each value it takes ("0", "1", ...) makes a bubble NAME/VALUE nested in
+//!   NAME, created when its first thread appears (with the rule's priority
+//!   and burst level; NAME itself then has no burst level)
 //! ```
 //!
 //! Thread names come from the supervised program (untrusted): they are only
@@ -29,6 +34,13 @@ use std::path::Path;
 
 /// Largest rules file read (a rules file is a few lines).
 const MAX_RULES_BYTES: u64 = 1 << 20;
+
+/// The name of the pattern group whose values make nested bubbles.
+const SPLIT_GROUP: &str = "bubble";
+
+/// Most bubbles made from pattern groups in one run: thread names come from
+/// the supervised program, which must not grow the set without bound.
+pub const MAX_SPLIT_BUBBLES: usize = 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,6 +73,9 @@ struct Matcher {
     pids: Vec<u32>,
     /// Thread ids (bubbles a program declares itself, not rules files).
     tids: Vec<u32>,
+    /// The pattern has a `bubble` group: each of its values makes a nested
+    /// bubble with this priority and burst level.
+    split: Option<(i32, Option<PlaceKind>)>,
 }
 
 impl Matcher {
@@ -79,6 +94,10 @@ pub struct BubbleRules {
     matchers: Vec<Matcher>,
     /// Pairs of bubbles (by index) already said to match one thread.
     overlaps_said: BTreeSet<(usize, usize)>,
+    /// Bubbles made from pattern groups: (rule's bubble, value) -> bubble.
+    split_bubbles: std::collections::HashMap<(usize, String), usize>,
+    /// Said that no more bubbles are made from pattern groups.
+    split_full_said: bool,
     notes: Vec<String>,
     source: String,
 }
@@ -132,11 +151,17 @@ impl BubbleRules {
                     ))
                 })?),
             };
+            let splits = rule
+                .threads
+                .as_deref()
+                .and_then(|p| Regex::new(p).ok())
+                .is_some_and(|re| re.capture_names().flatten().any(|n| n == SPLIT_GROUP));
             specs.push(BubbleSpec {
                 name: rule.name.clone(),
                 parent: rule.within.clone(),
                 priority: rule.priority,
-                burst,
+                // A splitting rule's level belongs to the bubbles it makes.
+                burst: if splits { None } else { burst },
                 load: rule.load,
             });
         }
@@ -145,6 +170,7 @@ impl BubbleRules {
         let mut pid_owner: std::collections::HashMap<u32, &str> = Default::default();
         for rule in &file.bubble {
             let bubble = set.index(&rule.name).expect("checked by BubbleSet::new");
+            let burst = rule.burst.as_deref().and_then(PlaceKind::from_level_name);
             let threads = match &rule.threads {
                 None => None,
                 Some(pattern) => Some(Regex::new(pattern).map_err(|e| {
@@ -174,11 +200,16 @@ impl BubbleRules {
                 )));
             }
             if threads.is_some() || !rule.pids.is_empty() {
+                let split = threads
+                    .as_ref()
+                    .is_some_and(|re| re.capture_names().flatten().any(|n| n == SPLIT_GROUP))
+                    .then_some((rule.priority, burst));
                 matchers.push(Matcher {
                     bubble,
                     threads,
                     pids: rule.pids.clone(),
                     tids: Vec::new(),
+                    split,
                 });
             }
         }
@@ -186,6 +217,8 @@ impl BubbleRules {
             set,
             matchers,
             overlaps_said: BTreeSet::new(),
+            split_bubbles: Default::default(),
+            split_full_said: false,
             notes: Vec::new(),
             source: source.to_string(),
         })
@@ -207,12 +240,15 @@ impl BubbleRules {
                 threads: None,
                 pids: Vec::new(),
                 tids,
+                split: None,
             })
             .collect();
         BubbleRules {
             set,
             matchers,
             overlaps_said: BTreeSet::new(),
+            split_bubbles: Default::default(),
+            split_full_said: false,
             notes: Vec::new(),
             source: "the program's declarations".into(),
         }
@@ -225,7 +261,12 @@ impl BubbleRules {
 
     /// Refuses burst levels the machine (as `tree` shows it) lacks.
     pub fn check_levels(&self, tree: &PlaceTree) -> Result<(), EngineError> {
-        if let Some((bubble, kind)) = self.set.missing_levels(tree).into_iter().next() {
+        let split_levels = self.matchers.iter().filter_map(|m| {
+            let kind = m.split?.1?;
+            (!tree.has_level(kind)).then(|| (self.set.get(m.bubble).name.clone(), kind))
+        });
+        let missing = self.set.missing_levels(tree).into_iter().chain(split_levels).next();
+        if let Some((bubble, kind)) = missing {
             let present: Vec<&str> = PlaceKind::LEVELS
                 .iter()
                 .filter(|(k, _)| tree.has_level(*k))
@@ -244,9 +285,25 @@ impl BubbleRules {
     /// The bubble of `who`: the first rule that matches. A thread matching
     /// two rules is said once per pair of bubbles (see [`Self::take_notes`]).
     pub fn classify(&mut self, who: &ThreadInfo) -> Option<usize> {
-        let mut matching = self.matchers.iter().filter(|m| m.matches(who)).map(|m| m.bubble);
-        let first = matching.next()?;
-        if let Some(second) = matching.next()
+        let mut matching = self.matchers.iter().filter(|m| m.matches(who));
+        let matcher = matching.next()?;
+        let first = matcher.bubble;
+        let split = matcher.split.and_then(|(priority, burst)| {
+            let value = matcher
+                .threads
+                .as_ref()?
+                .captures(&who.name)?
+                .name(SPLIT_GROUP)?
+                .as_str()
+                .to_string();
+            Some((value, priority, burst))
+        });
+        let second = matching.next().map(|m| m.bubble);
+        let bubble = match split {
+            Some((value, priority, burst)) => self.split_bubble(first, value, priority, burst),
+            None => first,
+        };
+        if let Some(second) = second
             && self.overlaps_said.insert((first, second))
         {
             self.notes.push(format!(
@@ -258,7 +315,43 @@ impl BubbleRules {
                 self.set.get(first).name
             ));
         }
-        Some(first)
+        Some(bubble)
+    }
+
+    /// The bubble NAME/VALUE nested in `parent` for a pattern group's
+    /// value, made on first use; `parent` itself once the set holds
+    /// [`MAX_SPLIT_BUBBLES`] of them or the name is taken.
+    fn split_bubble(&mut self, parent: usize, value: String, priority: i32, burst: Option<PlaceKind>) -> usize {
+        if let Some(&bubble) = self.split_bubbles.get(&(parent, value.clone())) {
+            return bubble;
+        }
+        let parent_name = self.set.get(parent).name.clone();
+        if self.split_bubbles.len() >= MAX_SPLIT_BUBBLES {
+            if !std::mem::replace(&mut self.split_full_said, true) {
+                self.notes.push(format!(
+                    "{MAX_SPLIT_BUBBLES} bubbles were made from pattern groups; threads of new values go in their rule's bubble ({parent_name:?})"
+                ));
+            }
+            return parent;
+        }
+        let spec = BubbleSpec {
+            name: format!("{parent_name}/{value}"),
+            parent: Some(parent_name),
+            priority,
+            burst,
+            load: None,
+        };
+        match self.set.add(spec) {
+            Ok(bubble) => {
+                self.split_bubbles.insert((parent, value), bubble);
+                bubble
+            }
+            Err(error) => {
+                self.notes.push(format!("{error}; its threads go in its parent"));
+                self.split_bubbles.insert((parent, value), parent);
+                parent
+            }
+        }
     }
 
     /// Notes not yet shown to the user.
@@ -300,6 +393,42 @@ mod tests {
         assert!(notes[0].contains("matches bubbles \"a\" and \"b\""), "{notes:?}");
         rules.classify(&who(2, "grpa-1"));
         assert!(rules.take_notes().is_empty(), "said once per pair");
+    }
+
+    #[test]
+    fn a_bubble_group_in_the_pattern_makes_one_nested_bubble_per_value() {
+        let mut rules = BubbleRules::parse(
+            "[[bubble]]\nname = \"mpi\"\nthreads = \"^rank(?<bubble>\\\\d+)-\"\nburst = \"node\"\npriority = 3\n",
+            "r.toml",
+        )
+        .unwrap();
+        let mpi = rules.set().index("mpi").unwrap();
+        assert_eq!(rules.set().get(mpi).burst, None, "the level goes to the groups");
+        let zero = rules.classify(&who(1, "rank0-a")).unwrap();
+        assert_eq!(rules.classify(&who(1, "rank0-b")), Some(zero));
+        let one = rules.classify(&who(2, "rank1-a")).unwrap();
+        assert_ne!(zero, one);
+        let set = rules.set();
+        assert_eq!(set.get(zero).name, "mpi/0");
+        assert_eq!(set.get(one).parent, Some(mpi));
+        assert_eq!((set.get(one).burst, set.get(one).priority), (Some(PlaceKind::Node), 3));
+        assert_eq!(rules.classify(&who(3, "other")), None);
+        assert!(rules.take_notes().is_empty());
+    }
+
+    #[test]
+    fn pattern_groups_make_a_bounded_number_of_bubbles() {
+        let mut rules =
+            BubbleRules::parse("[[bubble]]\nname = \"t\"\nthreads = \"^(?<bubble>.*)$\"\n", "r.toml").unwrap();
+        let parent = rules.set().index("t").unwrap();
+        for value in 0..MAX_SPLIT_BUBBLES {
+            assert_ne!(rules.classify(&who(1, &format!("n{value}"))), Some(parent));
+        }
+        assert_eq!(rules.classify(&who(1, "one-more")), Some(parent));
+        assert_eq!(rules.classify(&who(1, "and-another")), Some(parent));
+        assert_eq!(rules.set().len(), MAX_SPLIT_BUBBLES + 1);
+        let notes = rules.take_notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
     }
 
     #[test]

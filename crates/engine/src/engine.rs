@@ -23,7 +23,7 @@ use crate::bubbles::BubbleRules;
 use crate::places::Places;
 use crate::target::{Target, ThreadInfo};
 use crate::trace::Trace;
-use pinlearn_policy::{PeriodInput, Policy, ThreadKey, ThreadSample};
+use pinlearn_policy::{BubbleInput, PeriodInput, Policy, ThreadKey, ThreadSample};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -256,7 +256,10 @@ impl Engine {
             numa_tick,
             progress: target.progress(),
             waiting: target.waiting(),
-            bubbles: &self.bubble_of,
+            bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {
+                set: rules.set(),
+                of: &self.bubble_of,
+            }),
         };
         let decision = self.policy.decide(&input);
         assert_eq!(
@@ -657,7 +660,6 @@ mod tests {
         let policy = pinlearn_policy::BubblesPolicy::new(
             places.layout.clone(),
             places.tree(),
-            rules.set().clone(),
             pinlearn_policy::GuardConfig {
                 enabled: false,
                 ..Default::default()

@@ -156,15 +156,7 @@ impl Session {
             PolicyChoice::Learn => Box::new(LearnPolicy::new(layout, self.settings.learn, self.settings.seed)),
             PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),
             PolicyChoice::Os => Box::new(OsPolicy::new(layout)),
-            PolicyChoice::Bubbles => {
-                let set = self.bubbles.as_ref().map(|r| r.set().clone()).unwrap_or_default();
-                Box::new(BubblesPolicy::new(
-                    layout,
-                    places.tree(),
-                    set,
-                    self.settings.learn.guard,
-                ))
-            }
+            PolicyChoice::Bubbles => Box::new(BubblesPolicy::new(layout, places.tree(), self.settings.learn.guard)),
         }
     }
 

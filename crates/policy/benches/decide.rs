@@ -25,7 +25,7 @@ fn decide(c: &mut Criterion) {
                 numa_tick: false,
                 progress: None,
                 waiting: None,
-                bubbles: &[],
+                bubbles: None,
             };
             period += 1;
             policy.decide(&input)

@@ -350,7 +350,7 @@ mod tests {
             numa_tick,
             progress: None,
             waiting: None,
-            bubbles: &[],
+            bubbles: None,
         }
     }
 

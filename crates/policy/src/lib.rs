@@ -82,10 +82,20 @@ pub struct PeriodInput<'a> {
     /// (CPU-clock samples); the guard probes the learner early where Linux
     /// leaves much of it.
     pub waiting: Option<f64>,
-    /// The bubble of each thread (an index into the bubbles policy's
-    /// [`BubbleSet`]), aligned with `threads`; empty when no bubbles are
-    /// declared. Other policies ignore it.
-    pub bubbles: &'a [Option<usize>],
+    /// The declared bubbles and each thread's bubble, when the engine has
+    /// any (`--bubbles`, a program's own declarations). Only the bubbles
+    /// policy reads it.
+    pub bubbles: Option<BubbleInput<'a>>,
+}
+
+/// The bubbles as they stand this period: the set (which may grow while a
+/// program runs) and the bubble of every thread.
+#[derive(Clone, Copy, Debug)]
+pub struct BubbleInput<'a> {
+    pub set: &'a BubbleSet,
+    /// Aligned with [`PeriodInput::threads`]: an index into `set`, or `None`
+    /// for the root.
+    pub of: &'a [Option<usize>],
 }
 
 impl PeriodInput<'_> {

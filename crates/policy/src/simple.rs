@@ -116,7 +116,7 @@ mod tests {
             numa_tick: false,
             progress: None,
             waiting: None,
-            bubbles: &[],
+            bubbles: None,
         }
     }
 

@@ -4,8 +4,8 @@
 //! random trees and bubbles.
 
 use pinlearn_policy::{
-    BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, GuardConfig, Layout, Member, PeriodInput, PlaceKind, PlaceTree,
-    Policy, QUIET_PERIODS, REGENERATE_PERIODS, ThreadSample, spread,
+    BubbleError, BubbleInput, BubbleSet, BubbleSpec, BubblesPolicy, GuardConfig, Layout, Member, PeriodInput,
+    PlaceKind, PlaceTree, Policy, QUIET_PERIODS, REGENERATE_PERIODS, ThreadSample, spread,
 };
 use proptest::prelude::*;
 use std::ops::Range;
@@ -266,7 +266,7 @@ fn the_policy_regenerates_once_a_group_blocks() {
         enabled: false,
         ..GuardConfig::default()
     };
-    let mut policy = BubblesPolicy::new(layout.clone(), tree, set, no_guard);
+    let mut policy = BubblesPolicy::new(layout.clone(), tree, no_guard);
     let keys: Vec<u64> = (0..10).collect();
     let of: Vec<Option<usize>> = keys
         .iter()
@@ -290,7 +290,7 @@ fn the_policy_regenerates_once_a_group_blocks() {
             numa_tick: false,
             progress: None,
             waiting: None,
-            bubbles: &of,
+            bubbles: Some(BubbleInput { set: &set, of: &of }),
         })
     };
     let first = decide(0, &[]);
@@ -467,7 +467,8 @@ fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
         first: pinlearn_policy::Arm::Os,
         ..GuardConfig::default()
     };
-    let mut policy = BubblesPolicy::new(layout.clone(), tree, bubbles(&[("a", None)]), guard);
+    let mut policy = BubblesPolicy::new(layout.clone(), tree, guard);
+    let set = bubbles(&[("a", None)]);
     let threads = samples(&[1, 2], &[]);
     let first = policy.decide(&PeriodInput {
         period: 0,
@@ -476,7 +477,10 @@ fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
         numa_tick: false,
         progress: None,
         waiting: None,
-        bubbles: &[Some(0), Some(0)],
+        bubbles: Some(BubbleInput {
+            set: &set,
+            of: &[Some(0), Some(0)],
+        }),
     });
     assert!(
         first.place.iter().all(|&p| layout.places()[p].kind == PlaceKind::Core),

@@ -151,9 +151,6 @@ impl Experiment {
             SchedulerKind::Policy(PolicyChoice::Bubbles) => Box::new(BubblesPolicy::new(
                 layout,
                 prepared.places.tree(),
-                self.declared_bubbles(prepared)
-                    .map(|rules| rules.set().clone())
-                    .unwrap_or_default(),
                 self.settings.learn.guard,
             )),
             SchedulerKind::Policy(PolicyChoice::Learn) => {

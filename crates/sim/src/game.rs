@@ -493,7 +493,7 @@ mod tests {
             numa_tick: false,
             progress: None,
             waiting: None,
-            bubbles: &[],
+            bubbles: None,
         });
         assert_eq!(decision.place, vec![3, 0, 9]);
         assert_eq!(decision.utility[0], 0.5);

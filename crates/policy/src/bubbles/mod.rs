@@ -6,8 +6,9 @@
 //!        nesting checked; parents before children)
 //!
 //!   once per period, BubblesPolicy::decide(PeriodInput):
-//!     threads + input.bubbles[i] (each thread's bubble, from the engine)
-//!        │ reconcile: new / ended threads, bubble changes   ─► respread now
+//!     threads + input.bubbles (the set as it stands and each thread's
+//!     bubble, from the engine)
+//!        │ reconcile: new / ended threads, bubble changes, a new set ─► respread now
 //!        │ load: 1 while the thread runs, 0 after QUIET_PERIODS
 //!        │       periods without a speed (blocked: it stays high in the tree)
 //!        │       load changed and REGENERATE periods since the last spread
@@ -36,7 +37,7 @@ use crate::guard::{Arm, Guard, GuardConfig, GuardStats};
 use crate::layout::{Layout, PlaceKind};
 use crate::objective::sanitise_speed;
 use crate::tree::PlaceTree;
-use crate::{Decision, PeriodInput, Policy, ThreadKey};
+use crate::{BubbleInput, Decision, PeriodInput, Policy, ThreadKey};
 use std::collections::HashMap;
 
 /// Periods without a measured speed after which a thread counts as blocked
@@ -194,6 +195,37 @@ impl BubbleSet {
         self.bubbles.iter()
     }
 
+    /// Adds a bubble nested in one already in the set (bubbles a program
+    /// creates while it runs); returns its index.
+    pub fn add(&mut self, spec: BubbleSpec) -> Result<usize, BubbleError> {
+        if spec.name.trim().is_empty() {
+            return Err(BubbleError::EmptyName);
+        }
+        if self.index(&spec.name).is_some() {
+            return Err(BubbleError::Twice(spec.name));
+        }
+        if let Some(load) = spec.load
+            && !(load.is_finite() && load >= 0.0)
+        {
+            return Err(BubbleError::BadLoad(spec.name, load.to_string()));
+        }
+        let parent = match &spec.parent {
+            None => None,
+            Some(parent) => Some(self.index(parent).ok_or_else(|| BubbleError::UnknownParent {
+                bubble: spec.name.clone(),
+                parent: parent.clone(),
+            })?),
+        };
+        self.bubbles.push(Bubble {
+            name: spec.name,
+            parent,
+            priority: spec.priority,
+            burst: spec.burst,
+            load: spec.load,
+        });
+        Ok(self.bubbles.len() - 1)
+    }
+
     /// The index of the bubble called `name`.
     pub fn index(&self, name: &str) -> Option<usize> {
         self.bubbles.iter().position(|b| b.name == name)
@@ -230,13 +262,14 @@ impl Tracked {
     }
 }
 
-/// `--policy bubbles`: the spread placement of the declared bubbles,
-/// regenerated when threads come and go or their loads change, under the
-/// do-no-harm guard.
+/// `--policy bubbles`: the spread placement of the bubbles the engine
+/// passes in, regenerated when threads come and go, bubbles appear, or loads
+/// change, under the do-no-harm guard.
 #[derive(Clone, Debug)]
 pub struct BubblesPolicy {
     layout: Layout,
     tree: PlaceTree,
+    /// The set of the last spread.
     bubbles: BubbleSet,
     guard: Guard,
     guard_enabled: bool,
@@ -246,7 +279,7 @@ pub struct BubblesPolicy {
 }
 
 impl BubblesPolicy {
-    pub fn new(layout: Layout, tree: PlaceTree, bubbles: BubbleSet, guard: GuardConfig) -> Self {
+    pub fn new(layout: Layout, tree: PlaceTree, guard: GuardConfig) -> Self {
         let guard = GuardConfig {
             first: Arm::Learn,
             ..guard
@@ -254,7 +287,7 @@ impl BubblesPolicy {
         BubblesPolicy {
             layout,
             tree,
-            bubbles,
+            bubbles: BubbleSet::default(),
             guard: Guard::new(guard),
             guard_enabled: guard.enabled,
             threads: Vec::new(),
@@ -269,23 +302,24 @@ impl BubblesPolicy {
         self.regenerations
     }
 
+    /// The bubbles of the last spread.
     pub fn bubbles(&self) -> &BubbleSet {
         &self.bubbles
     }
 
-    /// Brings the tracked threads in line with `input`; true when a thread
-    /// appeared, ended or changed bubble.
+    /// Brings the tracked threads and the set in line with `input`; true
+    /// when a thread appeared, ended or changed bubble, or the set changed.
     fn reconcile(&mut self, input: &PeriodInput<'_>) -> bool {
-        let bubble_of = |i: usize| {
-            input
-                .bubbles
-                .get(i)
-                .copied()
-                .flatten()
-                .filter(|&b| b < self.bubbles.len())
-        };
-        let mut previous = std::mem::take(&mut self.threads).into_iter().peekable();
+        let empty = BubbleSet::default();
+        let BubbleInput { set, of } = input.bubbles.unwrap_or(BubbleInput { set: &empty, of: &[] });
         let mut changed = false;
+        if *set != self.bubbles {
+            self.bubbles = set.clone();
+            changed = true;
+        }
+        let count = self.bubbles.len();
+        let bubble_of = |i: usize| of.get(i).copied().flatten().filter(|&b| b < count);
+        let mut previous = std::mem::take(&mut self.threads).into_iter().peekable();
         for (i, sample) in input.threads.iter().enumerate() {
             while previous.next_if(|t| t.key < sample.key).is_some() {
                 changed = true;
