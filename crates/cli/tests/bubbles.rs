@@ -6,6 +6,11 @@
 mod common;
 
 use common::*;
+use std::sync::Mutex;
+
+/// These tests place a running program on the real CPUs: one at a time, or
+/// each one's program would be the other's load.
+static MACHINE: Mutex<()> = Mutex::new(());
 
 /// Two bubbles of two heat threads each, held whole down to the nodes.
 const RULES: &str = r#"
@@ -22,6 +27,7 @@ burst = "node"
 
 #[test]
 fn a_rules_file_puts_each_bubble_of_heat_threads_on_a_node_of_its_own() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
     if allowed.len() < 2 {
         skip(&format!("needs 2 CPUs, this test may use {allowed}"));
@@ -181,4 +187,80 @@ fn bad_rules_are_refused_before_anything_runs() {
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
         assert!(!marker.exists(), "the program ran despite {args:?}");
     }
+}
+
+#[test]
+fn auto_process_gives_each_process_of_a_multi_process_job_its_own_node() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    // An MPI-style job: a launcher starting two single-worker processes.
+    // With auto = "process", each process is a bubble nested in the
+    // launcher's; once the processes' main threads block, each process
+    // fits a node, and the two workers end on different nodes and stay.
+    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
+    if allowed.len() < 2 {
+        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
+        return;
+    }
+    let cpus: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("auto.toml");
+    std::fs::write(&rules, "auto = \"process\"\n").unwrap();
+    let config = dir.path().join("noguard.toml");
+    std::fs::write(&config, "[learn.guard]\nenabled = false\n").unwrap();
+    let trace = dir.path().join("trace.csv");
+    let exe = env!("CARGO_BIN_EXE_pinlearn");
+    let worker = format!("{exe} work blackscholes --threads 1 --runs 1200 --no-heartbeats --quiet");
+    let launcher = format!("{worker} & {worker} & wait");
+    let out = run(&[
+        "run",
+        "--quiet",
+        "--policy",
+        "bubbles",
+        "--bubbles",
+        rules.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--topology",
+        "node:2 core:1 pu:1",
+        "--topology-map",
+        &cpus.join(","),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &launcher,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let mut reader = csv::Reader::from_path(&trace).expect("trace");
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (period, pid, name, place, bubble) = (col("period"), col("pid"), col("name"), col("place"), col("bubble"));
+    let mut workers: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    let mut late_rows = 0;
+    for row in reader.records().map(|r| r.unwrap()) {
+        if row[name] != *"blackscholes-0" {
+            continue;
+        }
+        assert_eq!(row[bubble], format!("process {}", &row[pid]), "{row:?}");
+        // From period 16 on: main threads are quiet (10 periods) and the
+        // spread settled.
+        if row[period].parse::<u64>().unwrap() >= 16 {
+            workers
+                .entry(row[pid].to_string())
+                .or_default()
+                .insert(row[place].to_string());
+            late_rows += 1;
+        }
+    }
+    assert!(late_rows >= 10, "the job ran too short to see: {late_rows} rows");
+    assert_eq!(workers.len(), 2, "two worker processes: {workers:?}");
+    let places: Vec<&std::collections::BTreeSet<String>> = workers.values().collect();
+    assert!(places.iter().all(|p| p.len() == 1), "a worker moved: {workers:?}");
+    assert_ne!(places[0], places[1], "both workers on one node: {workers:?}");
+    assert!(
+        places.iter().all(|p| cpus.contains(p.iter().next().unwrap())),
+        "{workers:?}"
+    );
 }

@@ -15,6 +15,10 @@
 //!   a thread goes in the first bubble whose pattern or PID list matches;
 //!   matching two is said once per pair of bubbles
 //!
+//!   auto = "process"   (top level) a thread no rule matches goes in the
+//!   bubble of its process, "process PID", nested in the bubble of the
+//!   process that started it
+//!
 //!   threads = "^rank(?<bubble>\d+)-"   a group named `bubble` in the pattern:
 //!   each value it takes ("0", "1", ...) makes a bubble NAME/VALUE nested in
 //!   NAME, created when its first thread appears (with the rule's priority
@@ -38,13 +42,15 @@ const MAX_RULES_BYTES: u64 = 1 << 20;
 /// The name of the pattern group whose values make nested bubbles.
 const SPLIT_GROUP: &str = "bubble";
 
-/// Most bubbles made from pattern groups in one run: thread names come from
-/// the supervised program, which must not grow the set without bound.
-pub const MAX_SPLIT_BUBBLES: usize = 1024;
+/// Most bubbles made while a program runs (from pattern groups and
+/// processes): names and processes come from the supervised program, which
+/// must not grow the set without bound.
+pub const MAX_MADE_BUBBLES: usize = 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RulesFile {
+    auto: Option<String>,
     #[serde(default)]
     bubble: Vec<Rule>,
 }
@@ -96,8 +102,14 @@ pub struct BubbleRules {
     overlaps_said: BTreeSet<(usize, usize)>,
     /// Bubbles made from pattern groups: (rule's bubble, value) -> bubble.
     split_bubbles: std::collections::HashMap<(usize, String), usize>,
-    /// Said that no more bubbles are made from pattern groups.
-    split_full_said: bool,
+    /// `auto = "process"`: the bubble of each process, and the process that
+    /// started each process seen.
+    process_bubbles: Option<std::collections::HashMap<u32, usize>>,
+    process_parents: std::collections::HashMap<u32, u32>,
+    /// Bubbles made while running (pattern groups and processes).
+    made: usize,
+    /// Said that no more bubbles are made.
+    made_full_said: bool,
     notes: Vec<String>,
     source: String,
 }
@@ -133,9 +145,18 @@ impl BubbleRules {
                 .unwrap_or_default();
             bad(format!("{first}{at}"))
         })?;
-        if file.bubble.is_empty() {
+        let by_process = match file.auto.as_deref() {
+            None => false,
+            Some("process") => true,
+            Some(other) => {
+                return Err(bad(format!(
+                    "auto = {other:?}: the only automatic grouping is \"process\""
+                )));
+            }
+        };
+        if file.bubble.is_empty() && !by_process {
             return Err(bad(
-                "no [[bubble]] is declared; see docs/bubbles.md for the format".into()
+                "no [[bubble]] is declared and no auto = \"process\"; see docs/bubbles.md for the format".into(),
             ));
         }
         let mut specs = Vec::with_capacity(file.bubble.len());
@@ -218,7 +239,10 @@ impl BubbleRules {
             matchers,
             overlaps_said: BTreeSet::new(),
             split_bubbles: Default::default(),
-            split_full_said: false,
+            process_bubbles: by_process.then(Default::default),
+            process_parents: Default::default(),
+            made: 0,
+            made_full_said: false,
             notes: Vec::new(),
             source: source.to_string(),
         })
@@ -248,7 +272,10 @@ impl BubbleRules {
             matchers,
             overlaps_said: BTreeSet::new(),
             split_bubbles: Default::default(),
-            split_full_said: false,
+            process_bubbles: None,
+            process_parents: Default::default(),
+            made: 0,
+            made_full_said: false,
             notes: Vec::new(),
             source: "the program's declarations".into(),
         }
@@ -285,8 +312,13 @@ impl BubbleRules {
     /// The bubble of `who`: the first rule that matches. A thread matching
     /// two rules is said once per pair of bubbles (see [`Self::take_notes`]).
     pub fn classify(&mut self, who: &ThreadInfo) -> Option<usize> {
+        if who.ppid != 0 {
+            self.process_parents.insert(who.pid, who.ppid);
+        }
         let mut matching = self.matchers.iter().filter(|m| m.matches(who));
-        let matcher = matching.next()?;
+        let Some(matcher) = matching.next() else {
+            return self.process_bubble(who.pid, 0);
+        };
         let first = matcher.bubble;
         let split = matcher.split.and_then(|(priority, burst)| {
             let value = matcher
@@ -319,21 +351,13 @@ impl BubbleRules {
     }
 
     /// The bubble NAME/VALUE nested in `parent` for a pattern group's
-    /// value, made on first use; `parent` itself once the set holds
-    /// [`MAX_SPLIT_BUBBLES`] of them or the name is taken.
+    /// value, made on first use; `parent` itself when no more bubbles may be
+    /// made or the name is taken.
     fn split_bubble(&mut self, parent: usize, value: String, priority: i32, burst: Option<PlaceKind>) -> usize {
         if let Some(&bubble) = self.split_bubbles.get(&(parent, value.clone())) {
             return bubble;
         }
         let parent_name = self.set.get(parent).name.clone();
-        if self.split_bubbles.len() >= MAX_SPLIT_BUBBLES {
-            if !std::mem::replace(&mut self.split_full_said, true) {
-                self.notes.push(format!(
-                    "{MAX_SPLIT_BUBBLES} bubbles were made from pattern groups; threads of new values go in their rule's bubble ({parent_name:?})"
-                ));
-            }
-            return parent;
-        }
         let spec = BubbleSpec {
             name: format!("{parent_name}/{value}"),
             parent: Some(parent_name),
@@ -341,15 +365,54 @@ impl BubbleRules {
             burst,
             load: None,
         };
+        let bubble = self.make(spec).unwrap_or(parent);
+        self.split_bubbles.insert((parent, value), bubble);
+        bubble
+    }
+
+    /// `auto = "process"`: the bubble "process PID", nested in the bubble of
+    /// the process that started it (made first if need be); `None` without
+    /// `auto`, or when no more bubbles may be made. `depth` stops a chain
+    /// of parents that loops (PIDs are reused).
+    fn process_bubble(&mut self, pid: u32, depth: usize) -> Option<usize> {
+        if let Some(&bubble) = self.process_bubbles.as_ref()?.get(&pid) {
+            return Some(bubble);
+        }
+        let parent = match self.process_parents.get(&pid) {
+            Some(&ppid) if ppid != pid && depth < 64 => self.process_bubble(ppid, depth + 1),
+            _ => None,
+        };
+        let spec = BubbleSpec {
+            name: format!("process {pid}"),
+            parent: parent.map(|p| self.set.get(p).name.clone()),
+            priority: 0,
+            burst: None,
+            load: None,
+        };
+        let bubble = self.make(spec).or(parent)?;
+        self.process_bubbles.as_mut()?.insert(pid, bubble);
+        Some(bubble)
+    }
+
+    /// Adds a bubble made while running, unless [`MAX_MADE_BUBBLES`] were
+    /// made already or the name is taken (each said once).
+    fn make(&mut self, spec: BubbleSpec) -> Option<usize> {
+        if self.made >= MAX_MADE_BUBBLES {
+            if !std::mem::replace(&mut self.made_full_said, true) {
+                self.notes.push(format!(
+                    "{MAX_MADE_BUBBLES} bubbles were made while the program ran; threads that would need a new one go in its parent"
+                ));
+            }
+            return None;
+        }
         match self.set.add(spec) {
             Ok(bubble) => {
-                self.split_bubbles.insert((parent, value), bubble);
-                bubble
+                self.made += 1;
+                Some(bubble)
             }
             Err(error) => {
                 self.notes.push(format!("{error}; its threads go in its parent"));
-                self.split_bubbles.insert((parent, value), parent);
-                parent
+                None
             }
         }
     }
@@ -369,6 +432,7 @@ mod tests {
             pid,
             tid: pid + 1,
             name: name.to_string(),
+            ppid: 0,
         }
     }
 
@@ -421,14 +485,46 @@ mod tests {
         let mut rules =
             BubbleRules::parse("[[bubble]]\nname = \"t\"\nthreads = \"^(?<bubble>.*)$\"\n", "r.toml").unwrap();
         let parent = rules.set().index("t").unwrap();
-        for value in 0..MAX_SPLIT_BUBBLES {
+        for value in 0..MAX_MADE_BUBBLES {
             assert_ne!(rules.classify(&who(1, &format!("n{value}"))), Some(parent));
         }
         assert_eq!(rules.classify(&who(1, "one-more")), Some(parent));
         assert_eq!(rules.classify(&who(1, "and-another")), Some(parent));
-        assert_eq!(rules.set().len(), MAX_SPLIT_BUBBLES + 1);
+        assert_eq!(rules.set().len(), MAX_MADE_BUBBLES + 1);
         let notes = rules.take_notes();
         assert_eq!(notes.len(), 1, "{notes:?}");
+    }
+
+    #[test]
+    fn auto_process_nests_each_process_in_the_one_that_started_it() {
+        let mut rules = BubbleRules::parse(
+            "auto = \"process\"\n[[bubble]]\nname = \"io\"\nthreads = \"^io-\"\n",
+            "r.toml",
+        )
+        .unwrap();
+        let thread = |pid: u32, ppid: u32, name: &str| ThreadInfo {
+            pid,
+            tid: pid * 10,
+            name: name.to_string(),
+            ppid,
+        };
+        let root = rules.classify(&thread(100, 0, "main")).unwrap();
+        let child = rules.classify(&thread(200, 100, "worker")).unwrap();
+        let grandchild = rules.classify(&thread(300, 200, "worker")).unwrap();
+        let set = rules.set();
+        assert_eq!(set.get(root).name, "process 100");
+        assert_eq!(set.get(root).parent, None);
+        assert_eq!(set.get(child).parent, Some(root));
+        assert_eq!(set.get(grandchild).parent, Some(child));
+        assert_eq!(rules.classify(&thread(200, 100, "worker-2")), Some(child));
+        // Rules come first.
+        assert_eq!(rules.classify(&thread(200, 100, "io-0")), rules.set().index("io"));
+        let err = BubbleRules::parse("auto = \"thread\"\n", "r.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the only automatic grouping is \"process\""), "{err}");
+        let only_auto = BubbleRules::parse("auto = \"process\"\n", "r.toml").unwrap();
+        assert!(only_auto.set().is_empty());
     }
 
     #[test]

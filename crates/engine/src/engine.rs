@@ -502,6 +502,7 @@ mod tests {
                 pid: 1,
                 tid: key as u32,
                 name: format!("t{key}"),
+                ppid: 0,
             }
         }
         fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {

@@ -21,6 +21,14 @@ pub struct ThreadInfo {
     pub tid: u32,
     /// Thread name (`comm`), possibly empty.
     pub name: String,
+    /// The supervised process that started its process (0: none, it is the
+    /// root of the supervision, or not known).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ppid: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 /// What scored a thread in the last period.

@@ -105,6 +105,7 @@ pub fn check_bubbles(data: &[u8]) {
                     pid: tid as u32,
                     tid: tid as u32,
                     name: name.chars().take(15).collect(),
+                    ppid: tid.saturating_sub(1) as u32,
                 };
                 if let Some(bubble) = rules.classify(&who) {
                     assert!(bubble < rules.set().len());

@@ -37,6 +37,7 @@ fn spread_bench(c: &mut Criterion) {
             bubble: Some(inner[t / 64]),
             load: 1.0,
             priority: 0,
+            previous: None,
         })
         .collect();
     let loose: Vec<Member> = in_bubbles.iter().map(|m| Member { bubble: None, ..*m }).collect();

@@ -57,6 +57,7 @@ fn member(bubble: Option<usize>) -> Member {
         bubble,
         load: 1.0,
         priority: 0,
+        previous: None,
     }
 }
 
@@ -161,6 +162,7 @@ fn entities_lighter_than_a_thirtieth_of_the_share_stay_at_the_parent() {
         bubble: None,
         load: 0.01,
         priority: 0,
+        previous: None,
     });
     let places = spread(&tree, &set, &members);
     assert_eq!(places[8], layout.whole(), "the light thread keeps the whole machine");
@@ -177,6 +179,7 @@ fn the_higher_priority_thread_keeps_a_core_to_itself() {
                 bubble: None,
                 load: 1.0,
                 priority: if t == urgent { 5 } else { 0 },
+                previous: None,
             })
             .collect();
         let places = spread(&tree, &set, &members);
@@ -389,6 +392,7 @@ proptest! {
                 bubble: if set.is_empty() { None } else { Some(pick.index(set.len() + 1)).filter(|&b| b < set.len()) },
                 load: f64::from(*load) / 2.0,
                 priority: *priority,
+                previous: None,
             })
             .collect();
         // The children of every place share its CPUs out among them.
@@ -406,6 +410,27 @@ proptest! {
             prop_assert!(tree.is_within(place, tree.root()), "place {} is not in the tree", place);
         }
         prop_assert_eq!(spread(&tree, &set, &members), places);
+    }
+
+    #[test]
+    fn spreading_threads_again_from_their_places_moves_nothing(
+        (nodes, cores, l3) in arb_machine(),
+        loads in prop::collection::vec(0u8..4, 0..40),
+    ) {
+        // Threads in no bubble: a respread with nothing changed is a fixed
+        // point (with bubbles it need not be: a bubble opened to even out
+        // the children may come back whole; see the golden tests).
+        let (_, tree, _) = build(nodes, cores, l3);
+        let set = BubbleSet::default();
+        let mut members: Vec<Member> = loads
+            .iter()
+            .map(|&load| Member { bubble: None, load: f64::from(load) / 2.0, priority: 0, previous: None })
+            .collect();
+        let first = spread(&tree, &set, &members);
+        for (member, &place) in members.iter_mut().zip(&first) {
+            member.previous = Some(place);
+        }
+        prop_assert_eq!(spread(&tree, &set, &members), first);
     }
 
     #[test]
@@ -449,6 +474,7 @@ fn entities_without_load_are_spread_too() {
             bubble: Some(t / 2),
             load: 0.0,
             priority: 0,
+            previous: None,
         })
         .collect();
     let places = spread(&tree, &set, &members);
@@ -507,5 +533,53 @@ fn a_bubble_whose_level_is_missing_from_its_branch_opens_where_the_branch_lacks_
     assert!(
         places.iter().all(|&p| node_of(&layout, &ranges, p) == Some(0)),
         "{places:?}"
+    );
+}
+
+#[test]
+fn a_regeneration_keeps_bubbles_where_they_were_when_that_costs_nothing() {
+    // Two processes, one per node; their main threads block (load 0) and
+    // the spread runs again: nobody changes node, though node order alone
+    // (the greedy's first tie-break) would swap them.
+    let (layout, tree, ranges) = machine(2, 4, &[]);
+    let set = bubbles(&[("p1", None), ("p2", None)]);
+    let (p1, p2) = (set.index("p1"), set.index("p2"));
+    let mut members: Vec<Member> = [p2, p2, p2, p1, p1, p1]
+        .into_iter()
+        .map(|bubble| Member {
+            bubble,
+            load: 1.0,
+            priority: 0,
+            previous: None,
+        })
+        .collect();
+    let node = |p: usize| node_of(&layout, &ranges, p);
+    let first = spread(&tree, &set, &members);
+    let first_nodes: Vec<_> = first.iter().map(|&p| node(p)).collect();
+    assert_ne!(first_nodes[0], first_nodes[3], "one process per node: {first:?}");
+    for (member, &place) in members.iter_mut().zip(&first) {
+        member.previous = Some(place);
+    }
+    // p1 loses two threads' worth of load: p2 is now heavier and would go
+    // first, to node 0, were it not already on node 1.
+    members[3].load = 0.0;
+    members[4].load = 0.0;
+    let again = spread(&tree, &set, &members);
+    for t in 0..6 {
+        assert_eq!(
+            node(again[t]),
+            first_nodes[t],
+            "thread {t} changed node: {first:?} -> {again:?}"
+        );
+    }
+    // Without the places of the first spread, the order does swap them.
+    for member in &mut members {
+        member.previous = None;
+    }
+    let fresh = spread(&tree, &set, &members);
+    assert_ne!(
+        node(fresh[3]),
+        first_nodes[3],
+        "the test must exercise the preference: {fresh:?}"
     );
 }

@@ -858,6 +858,7 @@ impl Target for SimMachine {
             pid: 0,
             tid: key as u32,
             name: format!("sim-{}", key.saturating_sub(1)),
+            ppid: 0,
         }
     }
 }

@@ -131,6 +131,8 @@ pub struct LiveProcess {
     /// The mask each supervised process had before pinlearn (its first
     /// thread's original), by pid.
     process_original: HashMap<u32, CpuSet>,
+    /// The process that started each supervised process (not the root).
+    parents: HashMap<u32, u32>,
     /// Processes with a thread pinlearn has moved.
     pinned_processes: HashSet<u32>,
     /// The index of the place spanning every allowed CPU (the OS's place).
@@ -197,6 +199,7 @@ impl LiveProcess {
             generation: HashMap::new(),
             affinity: Affinity::default(),
             process_original: HashMap::new(),
+            parents: HashMap::new(),
             pinned_processes: HashSet::new(),
             whole_place,
             follow_program_affinity: true,
@@ -363,7 +366,9 @@ impl LiveProcess {
         for &pid in &scan.ended {
             self.process_original.remove(&pid);
             self.pinned_processes.remove(&pid);
+            self.parents.remove(&pid);
         }
+        self.parents.extend(scan.parents);
         for pid in scan.ended {
             if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 // A process that was killed could not unlink its heartbeat
@@ -426,7 +431,12 @@ impl LiveProcess {
             self.affinity.adopt(tid, &original).ok()?;
         }
         Some(LiveThread {
-            who: ThreadInfo { pid, tid, name },
+            who: ThreadInfo {
+                pid,
+                tid,
+                name,
+                ppid: self.parents.get(&pid).copied().unwrap_or(0),
+            },
             original,
             expected: found_on.clone(),
             left_to_program: false,

@@ -6,7 +6,8 @@
 //!   scan():  pending = [root]
 //!     pop pid ─► /proc/PID/task (directory kept open, rewound each scan) ─► tids
 //!                 └─ children on: /proc/PID/task/TID/children (file kept open) ─► child pids ─► pending
-//!     ─► Scan { threads: [(pid, tid)], ended: pids seen before and gone now }
+//!     ─► Scan { threads: [(pid, tid)], ended: pids seen before and gone now,
+//!               parents: child pid -> the pid whose thread started it }
 //! ```
 //!
 //! A process or thread can end at any moment: whatever cannot be opened or
@@ -27,6 +28,8 @@ pub struct Scan {
     pub threads: Vec<(u32, u32)>,
     /// Processes of the tree found by an earlier scan and gone now.
     pub ended: Vec<u32>,
+    /// The process that started each process of the tree (not the root).
+    pub parents: HashMap<u32, u32>,
 }
 
 /// Watches the threads of process `root` (and its descendants).
@@ -67,6 +70,7 @@ impl TaskWatcher {
         let mut seen_pids = HashSet::new();
         let mut live_pids = HashSet::new();
         let mut live_tids = HashSet::new();
+        let mut parents = HashMap::new();
         while let Some(pid) = pending.pop() {
             if !seen_pids.insert(pid) || self.skip == Some(pid) {
                 continue;
@@ -92,7 +96,10 @@ impl TaskWatcher {
             }
             for tid in tids {
                 if self.children {
-                    pending.extend(self.child_processes(pid, tid));
+                    for child in self.child_processes(pid, tid) {
+                        parents.entry(child).or_insert(pid);
+                        pending.push(child);
+                    }
                     live_tids.insert(tid);
                 }
                 threads.push((pid, tid));
@@ -108,7 +115,11 @@ impl TaskWatcher {
         for pid in &ended {
             self.task_dirs.remove(pid);
         }
-        Scan { threads, ended }
+        Scan {
+            threads,
+            ended,
+            parents,
+        }
     }
 
     /// The processes thread `tid` of `pid` started, read from its children file.

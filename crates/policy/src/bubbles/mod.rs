@@ -41,8 +41,11 @@ use crate::{BubbleInput, Decision, PeriodInput, Policy, ThreadKey};
 use std::collections::HashMap;
 
 /// Periods without a measured speed after which a thread counts as blocked
-/// (load 0).
-pub const QUIET_PERIODS: u32 = 2;
+/// (load 0): 0.5 s at the default period. Fewer would misread the sampled
+/// `useful` metric, which measures a thread switched to very often only one
+/// period in eight (seen live: workers of a busy machine read as blocked,
+/// and their bubbles moved).
+pub const QUIET_PERIODS: u32 = 10;
 
 /// Fewest periods between two regenerations caused by loads changing (the
 /// paper warns of ping-pong); threads appearing, ending or changing bubble
@@ -253,7 +256,8 @@ struct Tracked {
     quiet: u32,
     /// Its load at the last spread.
     spread_load: f64,
-    place: usize,
+    /// Its place from the last spread (`None`: not spread yet).
+    place: Option<usize>,
 }
 
 impl Tracked {
@@ -340,7 +344,7 @@ impl BubblesPolicy {
                         bubble,
                         quiet: 0,
                         spread_load: 1.0,
-                        place: self.layout.whole(),
+                        place: None,
                     }
                 }
             };
@@ -357,11 +361,12 @@ impl BubblesPolicy {
                 bubble: t.bubble,
                 load: t.load(),
                 priority: 0,
+                previous: t.place,
             })
             .collect();
         let places = spread(&self.tree, &self.bubbles, &members);
         for (thread, (place, member)) in self.threads.iter_mut().zip(places.into_iter().zip(&members)) {
-            thread.place = place;
+            thread.place = Some(place);
             thread.spread_load = member.load;
         }
     }
@@ -397,7 +402,8 @@ impl Policy for BubblesPolicy {
         let place = if self.guard.next(input.progress_or_speed_sum(), input.waiting) == Arm::Os {
             vec![self.layout.whole(); self.threads.len()]
         } else {
-            self.threads.iter().map(|t| t.place).collect()
+            let whole = self.layout.whole();
+            self.threads.iter().map(|t| t.place.unwrap_or(whole)).collect()
         };
         Decision { place, utility }
     }

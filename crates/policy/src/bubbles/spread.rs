@@ -15,8 +15,9 @@
 //!     ├─ per = total load / children; entities lighter than per/30 stay
 //!     │    here (their threads get this place)
 //!     ├─ greedy: by priority, then load, heaviest first, each entity to the
-//!     │    least loaded child (ties: the child whose entities have the lowest
-//!     │    priority, then the first)
+//!     │    least loaded child (ties: the child most of its threads are on
+//!     │    now, then the child whose entities have the lowest priority, then
+//!     │    the fewest entities, then the first)
 //!     ├─ while some child is over its CPUs (load / CPUs > 1), try opening
 //!     │    a bubble of the most loaded child (smallest first) and redo the
 //!     │    greedy; keep the first that lowers the worst child's load
@@ -54,6 +55,9 @@ pub struct Member {
     pub load: f64,
     /// Higher goes first.
     pub priority: i32,
+    /// The place it has now, if an earlier spread gave it one: a later
+    /// spread keeps it under the same places where that costs nothing.
+    pub previous: Option<usize>,
 }
 
 /// A thread or a bubble during the spread.
@@ -175,6 +179,33 @@ impl<'a> Spreader<'a> {
         items
     }
 
+    /// The child of the place being spread that holds most of the entity's
+    /// threads now (ties: the first), if any of them has a place.
+    fn preferred_child(&self, entity: Entity, children: &[usize]) -> Option<usize> {
+        let votes = self.votes(entity, children);
+        let most = votes.iter().copied().max().filter(|&m| m > 0)?;
+        votes.iter().position(|&v| v == most)
+    }
+
+    /// How many of the entity's threads are now under each of `children`.
+    fn votes(&self, entity: Entity, children: &[usize]) -> Vec<usize> {
+        let mut votes = vec![0usize; children.len()];
+        let mut stack = vec![entity];
+        while let Some(entity) = stack.pop() {
+            match entity {
+                Entity::Thread(t) => {
+                    if let Some(previous) = self.members[t].previous
+                        && let Some(c) = children.iter().position(|&child| self.tree.is_within(previous, child))
+                    {
+                        votes[c] += 1;
+                    }
+                }
+                Entity::Bubble(b) => stack.extend(self.contents[b].iter().copied()),
+            }
+        }
+        votes
+    }
+
     fn is_empty(&self, bubble: usize) -> bool {
         self.contents[bubble].is_empty()
     }
@@ -240,7 +271,13 @@ impl<'a> Spreader<'a> {
         let (light, mut heavy): (Vec<Item>, Vec<Item>) = items.into_iter().partition(|i| i.load < per / LIGHT_DIVISOR);
         self.assign_all(place, &light);
 
-        let mut assignment = greedy(&mut heavy, &capacity);
+        let prefer = |items: &[Item]| -> Vec<Option<usize>> {
+            items
+                .iter()
+                .map(|item| self.preferred_child(item.entity, children))
+                .collect()
+        };
+        let mut assignment = greedy(&mut heavy, &capacity, &prefer);
         loop {
             let worst = worst_load(&assignment, &heavy, &capacity);
             if worst <= 1.0 + EPS {
@@ -265,7 +302,7 @@ impl<'a> Spreader<'a> {
             let better = candidates.into_iter().find_map(|index| {
                 let mut trial = heavy.clone();
                 self.open(&mut trial, index);
-                let trial_assignment = greedy(&mut trial, &capacity);
+                let trial_assignment = greedy(&mut trial, &capacity, &prefer);
                 (worst_load(&trial_assignment, &trial, &capacity) < worst - EPS).then_some((trial, trial_assignment))
             });
             match better {
@@ -288,19 +325,28 @@ impl<'a> Spreader<'a> {
     }
 }
 
-/// Sorts `items` (priority, then load, heaviest first) and gives each to the
+/// Sorts `items` (priority, then load, heaviest first, then those with a
+/// `prefer`red child) and gives each to the
 /// least loaded child by load per CPU; ties go to the child whose highest
 /// priority is lowest (so high-priority entities keep a place to
 /// themselves), then to the one holding fewest entities (so entities of no
 /// load, such as blocked threads, are spread too), then to the first.
 /// Returns the child of every item.
-fn greedy(items: &mut [Item], capacity: &[f64]) -> Vec<usize> {
-    items.sort_by(|a, b| {
+fn greedy(items: &mut [Item], capacity: &[f64], prefer: &dyn Fn(&[Item]) -> Vec<Option<usize>>) -> Vec<usize> {
+    // Among equals, entities that have a place go first, so one without
+    // does not take it from them.
+    let mut ranked: Vec<(Item, Option<usize>)> = items.iter().copied().zip(prefer(items)).collect();
+    ranked.sort_by(|(a, pa), (b, pb)| {
         b.priority
             .cmp(&a.priority)
             .then(b.load.total_cmp(&a.load))
+            .then(pb.is_some().cmp(&pa.is_some()))
             .then_with(|| entity_order(a.entity, b.entity))
     });
+    for (slot, (item, _)) in items.iter_mut().zip(&ranked) {
+        *slot = *item;
+    }
+    let preferred: Vec<Option<usize>> = ranked.into_iter().map(|(_, p)| p).collect();
     let mut heap: std::collections::BinaryHeap<Slot> = capacity
         .iter()
         .enumerate()
@@ -316,9 +362,22 @@ fn greedy(items: &mut [Item], capacity: &[f64]) -> Vec<usize> {
     let mut counts = vec![0usize; capacity.len()];
     items
         .iter()
-        .map(|item| {
-            let slot = heap.pop().expect("a child");
-            let child = slot.child;
+        .zip(preferred)
+        .map(|(item, preferred)| {
+            // Entries of a child changed since they were pushed are stale.
+            let best = loop {
+                let slot = heap.pop().expect("a child");
+                if slot.count == counts[slot.child] {
+                    break slot;
+                }
+            };
+            let child = match preferred {
+                Some(p) if p != best.child && loads[p] / capacity[p] <= best.share + EPS => {
+                    heap.push(best);
+                    p
+                }
+                _ => best.child,
+            };
             loads[child] += item.load;
             priorities[child] = priorities[child].max(item.priority);
             counts[child] += 1;
