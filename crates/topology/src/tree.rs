@@ -43,6 +43,12 @@ const SPEC_HINT: &str =
 /// pinlearn will meet, few enough that hwloc builds it in a moment.
 pub const MAX_SYNTHETIC_PUS: u64 = 1 << 14;
 
+/// The most NUMA nodes, and groups (packages, dies, L3 caches), a topology
+/// may have: Linux's own limit on NUMA nodes (`MAX_NUMNODES` with
+/// `NODES_SHIFT` 10). hwloc's object insertion is quadratic in them (afl
+/// found 4444 nodes taking it 23 s), and so are parts of the tree drawn here.
+pub const MAX_NUMA_NODES: usize = 1024;
+
 /// Width at which `describe` wraps the list of cores.
 const DESCRIBE_WIDTH: usize = 100;
 
@@ -63,6 +69,14 @@ pub enum TopologyError {
     MissingFile { spec: String },
     #[error("the topology from {source_name} has no CPUs; {SPEC_HINT}")]
     NoCpus { source_name: String },
+    #[error(
+        "the topology from {source_name} has {count} {what}; pinlearn handles at most {MAX_NUMA_NODES} (Linux's limit on NUMA nodes)"
+    )]
+    TooManyObjects {
+        source_name: String,
+        count: usize,
+        what: &'static str,
+    },
     #[error("a topology needs at least one node with CPUs")]
     NoNodes,
     #[error("node {node} appears twice; every NUMA node index must be unique")]
@@ -196,19 +210,7 @@ impl Topology {
             reason: reason.to_string(),
         };
         // hwloc builds every object it is asked for: refuse absurd sizes first.
-        let mut pus: u64 = 1;
-        for level in spec.split_whitespace() {
-            // `TYPE:COUNT`, or a bare `COUNT` (hwloc reads "2 2 4" too).
-            let count = match level.split_once(':') {
-                Some((_, count)) => count,
-                None if level.starts_with(|c: char| c.is_ascii_digit()) => level,
-                None => continue,
-            };
-            let digits: String = count.chars().take_while(char::is_ascii_digit).collect();
-            let count: u64 = digits.parse().unwrap_or(u64::MAX);
-            pus = pus.saturating_mul(count);
-        }
-        if pus > MAX_SYNTHETIC_PUS {
+        if synthetic_size_bound(spec) > MAX_SYNTHETIC_PUS {
             return Err(invalid(&format!("it describes more than {MAX_SYNTHETIC_PUS} PUs")));
         }
         let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -624,6 +626,13 @@ impl Topology {
                 (saturating_u32(index), hwloc_cpus(node, &all_pus))
             })
             .collect();
+        if numa_nodes.len() > MAX_NUMA_NODES {
+            return Err(TopologyError::TooManyObjects {
+                source_name: source,
+                count: numa_nodes.len(),
+                what: "NUMA nodes",
+            });
+        }
         numa_nodes.sort_by_key(|(index, cpus)| (cpus.len(), *index));
         let mut unassigned = all_pus.clone();
         let mut node_cpus: Vec<(u32, CpuSet)> = Vec::new();
@@ -652,6 +661,17 @@ impl Topology {
         hwloc_cores.extend(all_pus.difference(&in_cores).iter().map(|pu| CpuSet::from_iter([pu])));
 
         let all_pus_ref = &all_pus;
+        let group_count: usize = GroupLevel::ALL
+            .iter()
+            .map(|level| hwloc.objects_with_type(level.hwloc_type()).count())
+            .sum();
+        if group_count > MAX_NUMA_NODES {
+            return Err(TopologyError::TooManyObjects {
+                source_name: source,
+                count: group_count,
+                what: "packages, dies and L3 caches",
+            });
+        }
         let groups = GroupLevel::ALL
             .into_iter()
             .flat_map(|level| {
@@ -705,12 +725,48 @@ struct NestedSet {
     parent: Option<usize>,
 }
 
+/// An upper bound on the PUs of a synthetic description: the product of
+/// every number in it, except digits that are part of a type name (`l3cache`)
+/// and attributes in parentheses. hwloc's parser is lenient (it reads
+/// `2 2222pu:2` as 8888 PUs), so counting only `TYPE:COUNT` pairs let
+/// larger descriptions through.
+fn synthetic_size_bound(spec: &str) -> u64 {
+    let mut product: u64 = 1;
+    let mut depth = 0usize;
+    let mut previous: Option<char> = None;
+    let mut chars = spec.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            '0'..='9' if depth == 0 && !previous.is_some_and(|p| p.is_ascii_alphabetic() || p.is_ascii_digit()) => {
+                let mut number = String::from(c);
+                while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                    number.push(d);
+                    chars.next();
+                }
+                product = product.saturating_mul(number.parse().unwrap_or(u64::MAX));
+                previous = number.chars().last();
+                continue;
+            }
+            _ => {}
+        }
+        previous = Some(c);
+    }
+    product
+}
+
 /// Held around every use of hwloc in this process, so that no other
 /// thread is inside hwloc when [`survives_in_a_child`] forks.
 static HWLOC: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// How long the trial of a description may take before it counts as hung.
-const TRIAL_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// The description is then read again in this process, so reading one can
+/// take twice this at most. The largest accepted synthetic machine
+/// (`package:16 core:128 pu:8`) loads in 1.4 s; afl found one with 4444
+/// NUMA nodes that took hwloc 23 s per read (its object insertion is
+/// quadratic in them).
+const TRIAL_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// hwloc's parsers crash (SIGSEGV) on some malformed input, for example an
 /// XML file with closing tags out of place, which would take pinlearn down

@@ -473,6 +473,31 @@ fn absurd_synthetic_sizes_are_refused_before_hwloc_builds_them() {
     assert!(error.to_string().contains("more than 16384 PUs"), "{error}");
     let largest = Topology::from_synthetic("package:16 core:128 pu:8").unwrap();
     assert_eq!(largest.cpus().len(), 16384);
+    // Found by afl: hwloc reads "2222pu:2" as 2222 then pu:2, 8888 PUs
+    // under 4444 NUMA nodes, and took 23 s per read; numbers glued to a
+    // type count too now ("l3cache" is a name, not a count).
+    let error = Topology::from_synthetic("package:8 2222pu:2").unwrap_err();
+    assert!(error.to_string().contains("more than 16384 PUs"), "{error}");
+    let with_l3 = Topology::from_synthetic("package:16 l3cache:8 core:16 pu:8").unwrap();
+    assert_eq!(with_l3.cpus().len(), 16384, "the 3 of l3cache is no count");
+}
+
+#[test]
+fn a_description_hwloc_takes_long_on_is_refused_within_twice_the_trial() {
+    // Found by afl: 4444 NUMA nodes (hwloc's insertion is quadratic in
+    // them, and so was pinlearn's flattening) took 46 s to read. More than
+    // Linux's 1024 nodes are refused, and the trial stops at 10 s.
+    let started = std::time::Instant::now();
+    let error = Topology::from_synthetic("2 2222pu:2").unwrap_err();
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(25), "took {took:?}: {error}");
+    assert!(
+        error
+            .to_string()
+            .contains("4444 NUMA nodes; pinlearn handles at most 1024"),
+        "{error}"
+    );
+    assert!(!error.to_string().contains('\n'));
 }
 
 #[test]
