@@ -28,12 +28,9 @@ burst = "node"
 #[test]
 fn a_rules_file_puts_each_bubble_of_heat_threads_on_a_node_of_its_own() {
     let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
-    if allowed.len() < 2 {
-        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
+    let Some(cpus) = first_two_cpus() else {
         return;
-    }
-    let cpus: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();
+    };
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("rules.toml");
     std::fs::write(&rules, RULES).unwrap();
@@ -124,12 +121,9 @@ fn a_rules_file_puts_each_bubble_of_heat_threads_on_a_node_of_its_own() {
 
 #[test]
 fn bad_rules_are_refused_before_anything_runs() {
-    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
-    if allowed.len() < 2 {
-        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
+    let Some(map) = first_two_cpus() else {
         return;
-    }
-    let map: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();
+    };
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let write = |name: &str, text: &str| {
@@ -196,12 +190,9 @@ fn auto_process_gives_each_process_of_a_multi_process_job_its_own_node() {
     // With auto = "process", each process is a bubble nested in the
     // launcher's; once the processes' main threads block, each process
     // fits a node, and the two workers end on different nodes and stay.
-    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
-    if allowed.len() < 2 {
-        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
+    let Some(cpus) = first_two_cpus() else {
         return;
-    }
-    let cpus: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();
+    };
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("auto.toml");
     std::fs::write(&rules, "auto = \"process\"\n").unwrap();

@@ -157,12 +157,9 @@ fn the_guard_hands_a_pipeline_back_to_linux() {
     // (champion first, no wait before the first probe); the guard measures
     // the OS's windows better and leaves most of the run to it.
     let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
-    if allowed.len() < 2 {
-        skip(&format!("needs 2 CPUs, this test may use {allowed}"));
+    let Some(pair) = first_two_cpus() else {
         return;
-    }
-    let pair: Vec<String> = allowed.iter().take(2).map(|c| c.to_string()).collect();
+    };
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("rr.toml");
     std::fs::write(

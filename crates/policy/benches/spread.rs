@@ -8,20 +8,7 @@ use pinlearn_policy::{BubbleSet, BubbleSpec, Layout, Member, PlaceTree, spread};
 fn spread_bench(c: &mut Criterion) {
     let (nodes, cores) = (8, 128);
     let layout = Layout::uniform(nodes, cores);
-    // Place ranges as the engine lays them out: node n's cores, then node n,
-    // then the machine.
-    let mut ranges = Vec::new();
-    for node in 0..nodes {
-        for core in 0..cores {
-            let cpu = node * cores + core;
-            ranges.push(cpu..cpu + 1);
-        }
-        ranges.push(node * cores..(node + 1) * cores);
-    }
-    ranges.push(0..nodes * cores);
-    let tree = PlaceTree::new(&layout, |outer, inner| {
-        ranges[outer].start <= ranges[inner].start && ranges[inner].end <= ranges[outer].end
-    });
+    let tree = PlaceTree::without_groups(&layout);
     let mut specs = Vec::new();
     for outer in 0..8 {
         specs.push(BubbleSpec::new(format!("o{outer}")));

@@ -123,6 +123,24 @@ impl PlaceTree {
         }
     }
 
+    /// The tree of a layout of cores, nodes and machine only (no package,
+    /// die or L3 places), whose nesting follows from each place's node.
+    ///
+    /// # Panics
+    /// If the layout has group places.
+    pub fn without_groups(layout: &Layout) -> Self {
+        let places = layout.places();
+        assert!(
+            places.iter().all(|p| !p.kind.is_group()),
+            "a layout with groups needs the CPU sets"
+        );
+        Self::new(layout, |outer, inner| {
+            outer == inner
+                || places[outer].kind == PlaceKind::Machine
+                || (places[outer].kind == PlaceKind::Node && places[outer].node == places[inner].node)
+        })
+    }
+
     /// The place spanning every CPU.
     pub fn root(&self) -> usize {
         self.root
@@ -268,6 +286,15 @@ mod tests {
         assert_eq!(t.parent(7), None);
         assert_eq!(t.children(t.root()), &[2, 5]);
         assert!(!t.has_level(PlaceKind::L3));
+    }
+
+    #[test]
+    fn a_layout_without_groups_nests_by_node() {
+        for cores in [&[2, 2][..], &[1, 1], &[3]] {
+            let with_ranges = tree(cores, &[]);
+            let layout = Layout::new(&cores.iter().map(|&n| vec![1; n]).collect::<Vec<_>>());
+            assert_eq!(PlaceTree::without_groups(&layout), with_ranges, "{cores:?}");
+        }
     }
 
     #[test]

@@ -110,17 +110,23 @@ pub fn running(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// The first two CPUs this test may use, with a program in another session
-/// keeping the first one busy; `None` (the test is skipped, and says so)
-/// where fewer than 2 CPUs are allowed.
-pub fn hog_on_the_first_of_two_cpus() -> Option<(usize, usize, Guard)> {
+/// The first two CPUs this test may use (as text); `None` (the test is
+/// skipped, and says so) where fewer than 2 CPUs are allowed.
+pub fn first_two_cpus() -> Option<[String; 2]> {
     let allowed = pinlearn_topology::CpuSet::parse_list(&allowed_cpus()).expect("own mask");
     if allowed.len() < 2 {
         skip(&format!("needs 2 CPUs, this test may use {allowed}"));
         return None;
     }
-    let mut cpus = allowed.iter();
-    let (first, second) = (cpus.next()?, cpus.next()?);
+    let mut cpus = allowed.iter().map(|c| c.to_string());
+    Some([cpus.next()?, cpus.next()?])
+}
+
+/// The first two CPUs this test may use, with a program in another session
+/// keeping the first one busy; `None` (the test is skipped, and says so)
+/// where fewer than 2 CPUs are allowed.
+pub fn hog_on_the_first_of_two_cpus() -> Option<(usize, usize, Guard)> {
+    let [first, second] = first_two_cpus()?.map(|c| c.parse::<usize>().expect("a CPU number"));
     let hog = pinlearn()
         .args(["load", "--setsid", "--cpus", &first.to_string()])
         .stdout(Stdio::null())
