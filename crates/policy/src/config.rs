@@ -105,8 +105,9 @@ impl fmt::Display for ConfigProblem {
     }
 }
 
-/// The learning configuration has settings out of range; one line per
-/// problem.
+/// The learning configuration has settings out of range: every problem,
+/// on one line, separated by "; " (afl found the newline-separated form
+/// breaking the one-line rule of errors).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{}", render(.problems))]
 pub struct ConfigError {
@@ -114,7 +115,7 @@ pub struct ConfigError {
 }
 
 fn render(problems: &[ConfigProblem]) -> String {
-    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }
 
 impl LearnConfig {
@@ -475,7 +476,7 @@ mod tests {
         let err = cfg.validate().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "pla.step = 2 is out of range: it must be in (0, 1]\n\
+            "pla.step = 2 is out of range: it must be in (0, 1]; \
              numa.eta = 0.8 is out of range: it must be a finite number > 1"
         );
     }
