@@ -160,6 +160,8 @@ impl BubbleRules {
             ));
         }
         let mut specs = Vec::with_capacity(file.bubble.len());
+        // Each rule's pattern, burst level and whether it splits, read once.
+        let mut compiled = Vec::with_capacity(file.bubble.len());
         for rule in &file.bubble {
             let burst = match &rule.burst {
                 None => None,
@@ -172,26 +174,6 @@ impl BubbleRules {
                     ))
                 })?),
             };
-            let splits = rule
-                .threads
-                .as_deref()
-                .and_then(|p| Regex::new(p).ok())
-                .is_some_and(|re| re.capture_names().flatten().any(|n| n == SPLIT_GROUP));
-            specs.push(BubbleSpec {
-                name: rule.name.clone(),
-                parent: rule.within.clone(),
-                priority: rule.priority,
-                // A splitting rule's level belongs to the bubbles it makes.
-                burst: if splits { None } else { burst },
-                load: rule.load,
-            });
-        }
-        let set = BubbleSet::new(specs).map_err(|e| bad(e.to_string()))?;
-        let mut matchers = Vec::new();
-        let mut pid_owner: std::collections::HashMap<u32, &str> = Default::default();
-        for rule in &file.bubble {
-            let bubble = set.index(&rule.name).expect("checked by BubbleSet::new");
-            let burst = rule.burst.as_deref().and_then(PlaceKind::from_level_name);
             let threads = match &rule.threads {
                 None => None,
                 Some(pattern) => Some(Regex::new(pattern).map_err(|e| {
@@ -205,6 +187,24 @@ impl BubbleRules {
                     bad(format!("bubble {:?}: threads pattern {pattern:?}: {why}", rule.name))
                 })?),
             };
+            let splits = threads
+                .as_ref()
+                .is_some_and(|re| re.capture_names().flatten().any(|n| n == SPLIT_GROUP));
+            compiled.push((threads, burst, splits));
+            specs.push(BubbleSpec {
+                name: rule.name.clone(),
+                parent: rule.within.clone(),
+                priority: rule.priority,
+                // A splitting rule's level belongs to the bubbles it makes.
+                burst: if splits { None } else { burst },
+                load: rule.load,
+            });
+        }
+        let set = BubbleSet::new(specs).map_err(|e| bad(e.to_string()))?;
+        let mut matchers = Vec::new();
+        let mut pid_owner: std::collections::HashMap<u32, &str> = Default::default();
+        for (rule, (threads, burst, splits)) in file.bubble.iter().zip(compiled) {
+            let bubble = set.index(&rule.name).expect("checked by BubbleSet::new");
             for &pid in &rule.pids {
                 if let Some(other) = pid_owner.insert(pid, &rule.name) {
                     return Err(bad(format!(
@@ -221,10 +221,7 @@ impl BubbleRules {
                 )));
             }
             if threads.is_some() || !rule.pids.is_empty() {
-                let split = threads
-                    .as_ref()
-                    .is_some_and(|re| re.capture_names().flatten().any(|n| n == SPLIT_GROUP))
-                    .then_some((rule.priority, burst));
+                let split = splits.then_some((rule.priority, burst));
                 matchers.push(Matcher {
                     bubble,
                     threads,
