@@ -42,23 +42,36 @@ fn spinning_openmp_threads_get_the_free_cpu_and_beat_linux() {
     let Some(stencil) = build_stencil(dir.path()) else {
         return;
     };
-    let Some((loaded, free, _hog)) = hog_on_the_first_of_two_cpus() else {
+    let Some((loaded, free, hog)) = hog_on_the_first_of_two_cpus() else {
         return;
     };
     let pair = format!("{loaded},{free}");
-    // Linux alone on the two CPUs, then the same program under pinlearn.
     let sweeps = "5000";
-    let started = Instant::now();
-    let status = Command::new("taskset")
-        .args(["-c", &pair])
-        .arg(&stencil)
-        .args(["512", sweeps])
-        .env("OMP_NUM_THREADS", "2")
-        .stdout(Stdio::null())
-        .status()
-        .expect("taskset");
-    assert!(status.success());
-    let linux_s = started.elapsed().as_secs_f64();
+    let stencil_run = |extra: &[(&str, String)]| {
+        let mut command = Command::new("taskset");
+        command
+            .args(["-c", &pair])
+            .arg(&stencil)
+            .args(["512", sweeps])
+            .env("OMP_NUM_THREADS", "2")
+            .stdout(Stdio::null());
+        for (name, value) in extra {
+            command.env(name, value);
+        }
+        let started = Instant::now();
+        assert!(command.status().expect("taskset").success());
+        started.elapsed().as_secs_f64()
+    };
+    // The best fixed pin (one thread per CPU), Linux alone on the two CPUs,
+    // then the same program under pinlearn.
+    let hog_before = cpu_seconds(hog.0.id());
+    let wall = Instant::now();
+    let pinned_s = stencil_run(&[
+        ("OMP_PLACES", format!("{{{loaded}}},{{{free}}}")),
+        ("OMP_PROC_BIND", "close".to_string()),
+    ]);
+    let linux_s = stencil_run(&[]);
+    let hog_share = (cpu_seconds(hog.0.id()) - hog_before) / wall.elapsed().as_secs_f64();
 
     let trace = dir.path().join("trace.csv");
     let json = dir.path().join("summary.json");
@@ -76,12 +89,27 @@ fn spinning_openmp_threads_get_the_free_cpu_and_beat_linux() {
         .expect("pinlearn run");
     let learn_s = started.elapsed().as_secs_f64();
     assert!(out.status.success(), "{}", stderr(&out));
-    eprintln!("linux {linux_s:.2} s, pinlearn run {learn_s:.2} s");
-    // Measured here with 3000 sweeps: Linux 9-19 s, pinlearn 2.6-4.2 s, a fixed pin 2-2.6 s.
-    assert!(
-        learn_s < 0.6 * linux_s,
-        "pinlearn run took {learn_s:.2} s, Linux {linux_s:.2} s"
+    eprintln!(
+        "fixed pin {pinned_s:.2} s, linux {linux_s:.2} s, pinlearn run {learn_s:.2} s; the hog used {:.0}% of its CPU",
+        hog_share * 100.0
     );
+    assert!(hog_share > 0.25, "the hog got {:.0}% of its CPU: the test's premise is gone", hog_share * 100.0);
+    // Measured here with 5000 sweeps: fixed pin 3-4 s, Linux 23-37 s,
+    // pinlearn 3.2-4.0 s. One CI machine let Linux place the threads well
+    // (Linux 2.0 s, pinlearn 1.8 s): there pinlearn must not be worse than
+    // Linux, and the placement checks below do not apply.
+    let linux_was_wrong = linux_s > 2.0 * pinned_s;
+    if linux_was_wrong {
+        assert!(
+            learn_s < 0.6 * linux_s,
+            "pinlearn run took {learn_s:.2} s, Linux {linux_s:.2} s"
+        );
+    } else {
+        assert!(
+            learn_s < 1.25 * linux_s,
+            "Linux placed well ({linux_s:.2} s, fixed pin {pinned_s:.2} s) and pinlearn run took {learn_s:.2} s"
+        );
+    }
 
     let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(summary["metric"], "useful", "auto picks the sampled metric here");
@@ -118,6 +146,9 @@ fn spinning_openmp_threads_get_the_free_cpu_and_beat_linux() {
         split += usize::from(on_free == 1 && places.contains(&loaded.as_str()));
     }
     eprintln!("last {periods} periods: free CPU owned by one thread in {owned}, pinned one per CPU in {split}");
+    if !linux_was_wrong {
+        return;
+    }
     assert!(periods >= 10, "{periods} periods with both threads at the end");
     assert!(
         owned * 2 >= periods,

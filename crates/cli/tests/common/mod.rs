@@ -134,3 +134,14 @@ pub fn hog_on_the_first_of_two_cpus() -> Option<(usize, usize, Guard)> {
         .expect("start the hog");
     Some((first, second, Guard(hog)))
 }
+
+/// CPU seconds (user and system) process `pid` and all its threads used.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read the process's stat");
+    let fields: Vec<&str> = stat.rsplit_once(") ").expect("a stat line").1.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf only reads a constant.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    ticks as f64 / per_second as f64
+}
