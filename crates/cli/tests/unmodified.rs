@@ -93,7 +93,11 @@ fn spinning_openmp_threads_get_the_free_cpu_and_beat_linux() {
         "fixed pin {pinned_s:.2} s, linux {linux_s:.2} s, pinlearn run {learn_s:.2} s; the hog used {:.0}% of its CPU",
         hog_share * 100.0
     );
-    assert!(hog_share > 0.25, "the hog got {:.0}% of its CPU: the test's premise is gone", hog_share * 100.0);
+    assert!(
+        hog_share > 0.25,
+        "the hog got {:.0}% of its CPU: the test's premise is gone",
+        hog_share * 100.0
+    );
     // Measured here with 5000 sweeps: fixed pin 3-4 s, Linux 23-37 s,
     // pinlearn 3.2-4.0 s. One CI machine let Linux place the threads well
     // (Linux 2.0 s, pinlearn 1.8 s): there pinlearn must not be worse than

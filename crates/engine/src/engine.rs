@@ -6,6 +6,8 @@
 //!                        + target.progress (the application's rate, if known)
 //!           │
 //!           ▼
+//!           │ policy.wants_cores()? target.last_cpu per thread ─► its core place
+//!           ▼
 //!     policy.decide(PeriodInput { samples, numa_tick: period % numa_every == 0 })
 //!           │ Decision { place[i], utility[i] }
 //!           ▼
@@ -136,6 +138,10 @@ pub struct Engine {
     /// Ended threads no longer in `threads`.
     ended_totals: EndedTotals,
     samples: Vec<ThreadSample>,
+    /// The core place of each CPU number ([`Places::core_of_cpu`]), and
+    /// this period's core place of every sample when the policy asked.
+    core_of_cpu: Vec<Option<usize>>,
+    cores: Vec<Option<usize>>,
     repins: u64,
     trace: Option<Trace>,
     /// Memory binding threshold zeta, when enabled.
@@ -159,6 +165,7 @@ impl Engine {
     /// `numa_every`: core periods per NUMA period (>= 1).
     pub fn new(policy: Box<dyn Policy>, places: Places, numa_every: u64, trace: Option<Trace>) -> Self {
         let place_names = places.cpus.iter().map(ToString::to_string).collect();
+        let core_of_cpu = places.core_of_cpu();
         Engine {
             policy,
             places,
@@ -169,6 +176,8 @@ impl Engine {
             ended_listed: 0,
             ended_totals: EndedTotals::default(),
             samples: Vec::new(),
+            core_of_cpu,
+            cores: Vec::new(),
             repins: 0,
             trace,
             memory_binding: None,
@@ -249,6 +258,16 @@ impl Engine {
 
         self.classify(target);
         let numa_tick = self.period > 0 && self.period.is_multiple_of(self.numa_every);
+        let wants_cores = self.policy.wants_cores();
+        self.cores.clear();
+        if wants_cores {
+            let core_of_cpu = &self.core_of_cpu;
+            self.cores.extend(self.samples.iter().map(|sample| {
+                target
+                    .last_cpu(sample.key)
+                    .and_then(|cpu| core_of_cpu.get(cpu).copied().flatten())
+            }));
+        }
         let input = PeriodInput {
             period: self.period,
             time_s,
@@ -256,6 +275,7 @@ impl Engine {
             numa_tick,
             progress: target.progress(),
             waiting: target.waiting(),
+            cores: wants_cores.then_some(&self.cores[..]),
             bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {
                 set: rules.set(),
                 of: &self.bubble_of,
@@ -338,6 +358,7 @@ impl Engine {
     /// every thread's place is unknown until the policy's next decision.
     pub fn replace_places(&mut self, places: Places, policy: Box<dyn Policy>) {
         self.place_names = places.cpus.iter().map(ToString::to_string).collect();
+        self.core_of_cpu = places.core_of_cpu();
         self.places = places;
         self.policy = policy;
         for record in self.threads.values_mut() {

@@ -64,6 +64,21 @@ impl Places {
         })
     }
 
+    /// For every CPU number up to the highest of the places, the first core
+    /// place holding it (`None`: no core place does).
+    pub fn core_of_cpu(&self) -> Vec<Option<usize>> {
+        let mut core_of = Vec::new();
+        for place in self.layout.all_cores() {
+            for cpu in self.cpus[place].iter() {
+                if core_of.len() <= cpu {
+                    core_of.resize(cpu + 1, None);
+                }
+                core_of[cpu].get_or_insert(place);
+            }
+        }
+        core_of
+    }
+
     /// The place index whose CPU set is exactly `set`, if any.
     pub fn find(&self, set: &CpuSet) -> Option<usize> {
         self.cpus.iter().position(|c| c == set)

@@ -80,6 +80,14 @@ pub trait Target {
         None
     }
 
+    /// The CPU thread `key` ran on last, read now; `None` when the target
+    /// cannot tell. The engine asks only when the policy wants to know
+    /// ([`pinlearn_policy::Policy::wants_cores`]).
+    fn last_cpu(&mut self, key: ThreadKey) -> Option<usize> {
+        let _ = key;
+        None
+    }
+
     /// Moves the memory of process `pid` to layout node `node` (memory
     /// binding). `Ok(false)` when there is nothing to do (the process ended,
     /// or the target has no memory placement).

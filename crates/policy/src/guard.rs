@@ -42,8 +42,21 @@
 //! rate (heartbeats, or instructions) where the target knows it, else the sum
 //! of the threads' speeds; the engine passes it in
 //! [`crate::PeriodInput::progress`].
+//!
+//! Handing back ([`HandBack`]): Linux does not undo a pin. Once the
+//! learner's window has moved the threads, widening their masks leaves them
+//! where the learner put them (and their memory where Linux first put it),
+//! so Linux's later windows would measure the learner's leftovers, not
+//! Linux. At the end of every Linux window the policy asks where each thread
+//! ran ([`crate::Policy::wants_cores`]); the first period of Linux's next
+//! window pins each thread back to that core, and the periods after it give
+//! Linux the whole machine from there. That first period is not scored.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::{PeriodInput, ThreadKey};
 
 /// Settings of the guard (`[learn.guard]` in the configuration).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -204,6 +217,12 @@ impl Guard {
         self.stats
     }
 
+    /// The period just decided is the last one of a window Linux placed:
+    /// where the threads ran at its end is Linux's placement to hand back.
+    pub fn os_window_ending(&self) -> bool {
+        self.cfg.enabled && self.window_arm == Arm::Os && self.window_period >= self.cfg.window.max(2)
+    }
+
     /// Takes the progress measured over the period that just ended (under
     /// the arm returned by the previous call; `None` when nothing was
     /// measured) and the share of the threads' CPU time spent in waiting
@@ -303,6 +322,50 @@ impl Guard {
             self.since_probe = 0;
             self.window_arm = self.champion.other();
         }
+    }
+}
+
+/// Linux's placement at the end of its last window, handed back when its
+/// next window starts (see the module doc).
+#[derive(Clone, Debug, Default)]
+pub struct HandBack {
+    /// Core place of every thread that was running at the end of Linux's
+    /// last window and whose core the target knew.
+    cores: BTreeMap<ThreadKey, usize>,
+    /// The arm of the period decided last.
+    last: Option<Arm>,
+}
+
+impl HandBack {
+    /// Records the cores in `input` (the target reports them when the
+    /// policy asked, at the end of a Linux window), then returns the places
+    /// for the period `arm` runs: `None` for the learner's periods; for a
+    /// Linux period, `whole` for every thread, except in the first period
+    /// after a learner's period, where each thread goes back to the core it
+    /// had under Linux (`whole` if it had none: it started since).
+    pub fn places(&mut self, input: &PeriodInput<'_>, arm: Arm, whole: usize) -> Option<Vec<usize>> {
+        if let Some(cores) = input.cores.filter(|_| self.last == Some(Arm::Os)) {
+            self.cores = input
+                .threads
+                .iter()
+                .zip(cores)
+                .filter_map(|(thread, core)| Some((thread.key, (*core)?)))
+                .collect();
+        }
+        let restore = self.last == Some(Arm::Learn);
+        self.last = Some(arm);
+        (arm == Arm::Os).then(|| {
+            input
+                .threads
+                .iter()
+                .map(|thread| {
+                    restore
+                        .then(|| self.cores.get(&thread.key).copied())
+                        .flatten()
+                        .unwrap_or(whole)
+                })
+                .collect()
+        })
     }
 }
 
@@ -605,5 +668,80 @@ mod tests {
         }
         assert_eq!(guard.champion(), Arm::Learn);
         assert_eq!(guard.stats().switches, 0);
+    }
+
+    fn input<'a>(threads: &'a [crate::ThreadSample], cores: Option<&'a [Option<usize>]>) -> PeriodInput<'a> {
+        PeriodInput {
+            period: 0,
+            time_s: 0.0,
+            threads,
+            numa_tick: false,
+            progress: None,
+            waiting: None,
+            cores,
+            bubbles: None,
+        }
+    }
+
+    fn samples(keys: &[ThreadKey]) -> Vec<crate::ThreadSample> {
+        keys.iter()
+            .map(|&key| crate::ThreadSample { key, speed: Some(1.0) })
+            .collect()
+    }
+
+    #[test]
+    fn linux_gets_back_the_cores_it_had_in_the_first_period_of_its_next_window() {
+        const WHOLE: usize = 9;
+        let mut hand_back = HandBack::default();
+        let three = samples(&[1, 2, 3]);
+        // Linux's window; at its end the target says where the threads ran.
+        assert_eq!(
+            hand_back.places(&input(&three, None), Arm::Os, WHOLE),
+            Some(vec![WHOLE; 3])
+        );
+        let cores = [Some(4), None, Some(0)];
+        assert_eq!(hand_back.places(&input(&three, Some(&cores)), Arm::Learn, WHOLE), None);
+        // The learner's window: cores reported now are the learner's, not Linux's.
+        let moved = [Some(1), Some(1), Some(1)];
+        assert_eq!(hand_back.places(&input(&three, Some(&moved)), Arm::Learn, WHOLE), None);
+        // Linux again, with thread 2 gone and thread 4 new: each goes back
+        // where Linux had it, once; a thread Linux never placed gets the whole machine.
+        let after = samples(&[1, 3, 4]);
+        assert_eq!(
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE),
+            Some(vec![4, 0, WHOLE])
+        );
+        assert_eq!(
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE),
+            Some(vec![WHOLE; 3])
+        );
+    }
+
+    #[test]
+    fn the_policy_asks_where_threads_ran_in_the_last_period_of_linux_windows_only() {
+        let mut guard = Guard::new(GuardConfig {
+            first: Arm::Os,
+            ..cfg()
+        });
+        let mut asked = Vec::new();
+        for _ in 0..12 {
+            let arm = guard.next(Some(1.0), None);
+            asked.push((arm, guard.os_window_ending()));
+        }
+        // Windows of 4 periods: Linux's first window ends at its 4th period.
+        let ends: Vec<usize> = asked.iter().enumerate().filter(|(_, a)| a.1).map(|(i, _)| i).collect();
+        assert!(!ends.is_empty(), "{asked:?}");
+        for &i in &ends {
+            assert_eq!(asked[i].0, Arm::Os, "{asked:?}");
+            assert!(
+                i + 1 >= 4 && (i + 1) % 4 == 0,
+                "period {i} is not a window's last: {asked:?}"
+            );
+        }
+        let disabled = Guard::new(GuardConfig {
+            enabled: false,
+            ..cfg()
+        });
+        assert!(!disabled.os_window_ending());
     }
 }

@@ -25,7 +25,9 @@
 //!
 //!   before 2: guard.next(progress) says whose window this is (guard.rs);
 //!   in an Os window every thread gets the whole machine and nothing is
-//!   learned; the first learner period after one keeps the last places.
+//!   learned (its first period puts each thread back on the core Linux had
+//!   given it: the hand-back); the first learner period after one keeps the
+//!   last places.
 //! ```
 //!
 //! "Fresh" threads (new, just reset, just migrated) take their assigned place
@@ -39,7 +41,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState};
 use crate::config::{LearnConfig, Start};
-use crate::guard::{Arm, Guard, GuardStats};
+use crate::guard::{Guard, GuardStats, HandBack};
 use crate::layout::Layout;
 use crate::objective::sanitise_speed;
 use crate::pla::Pla;
@@ -64,6 +66,8 @@ pub struct LearnPolicy {
     threads: Vec<LearnThread>,
     /// Chooses, window by window, between the learner's places and the OS.
     guard: Guard,
+    /// Linux's placement, put back when its windows start.
+    hand_back: HandBack,
     /// The last period was the OS's: its speeds say nothing about the
     /// learner's places.
     after_os: bool,
@@ -102,6 +106,7 @@ impl LearnPolicy {
             round_robin: 0,
             threads: Vec::new(),
             guard: Guard::new(cfg.guard),
+            hand_back: HandBack::default(),
             after_os: false,
         }
     }
@@ -259,15 +264,20 @@ impl Policy for LearnPolicy {
         self.cfg.guard.enabled.then(|| self.guard.stats())
     }
 
+    fn wants_cores(&self) -> bool {
+        self.guard.os_window_ending()
+    }
+
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
         self.reconcile(input);
 
-        if self.guard.next(input.progress_or_speed_sum(), input.waiting) == Arm::Os {
+        let arm = self.guard.next(input.progress_or_speed_sum(), input.waiting);
+        if let Some(place) = self.hand_back.places(input, arm, self.layout.whole()) {
             // The OS's window: nothing is learned from it, and the first
             // learner period after it keeps every thread's last place.
             self.after_os = true;
             return Decision {
-                place: vec![self.layout.whole(); self.threads.len()],
+                place,
                 utility: vec![f64::NAN; self.threads.len()],
             };
         }
@@ -350,6 +360,7 @@ mod tests {
             numa_tick,
             progress: None,
             waiting: None,
+            cores: None,
             bubbles: None,
         }
     }

@@ -37,7 +37,7 @@ pub use bubbles::{
     Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, Member, QUIET_PERIODS, REGENERATE_PERIODS, spread,
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Start};
-pub use guard::{Arm, Guard, GuardConfig, GuardStats};
+pub use guard::{Arm, Guard, GuardConfig, GuardStats, HandBack};
 pub use layout::{Layout, PlaceKind, PlaceSpec};
 pub use learn::LearnPolicy;
 pub use objective::{Objective, ParseObjectiveError};
@@ -82,6 +82,10 @@ pub struct PeriodInput<'a> {
     /// (CPU-clock samples); the guard probes the learner early where Linux
     /// leaves much of it.
     pub waiting: Option<f64>,
+    /// Aligned with `threads`: the core place (index into
+    /// `Layout::places`) each thread ran on last, in the periods after the
+    /// policy said [`Policy::wants_cores`] and where the target knows it.
+    pub cores: Option<&'a [Option<usize>]>,
     /// The declared bubbles and each thread's bubble, when the engine has
     /// any (`--bubbles`, a program's own declarations). Only the bubbles
     /// policy reads it.
@@ -126,6 +130,12 @@ pub trait Policy: Send {
     fn name(&self) -> String;
     /// Decide where every live thread runs during the next period.
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision;
+
+    /// The next [`PeriodInput`] should say where each thread ran
+    /// ([`PeriodInput::cores`]): the target reads it only when asked.
+    fn wants_cores(&self) -> bool {
+        false
+    }
 
     /// What the do-no-harm guard did, for policies that have one.
     fn guard_stats(&self) -> Option<GuardStats> {

@@ -116,6 +116,7 @@ mod tests {
             numa_tick: false,
             progress: None,
             waiting: None,
+            cores: None,
             bubbles: None,
         }
     }

@@ -293,6 +293,7 @@ fn the_policy_regenerates_once_a_group_blocks() {
             numa_tick: false,
             progress: None,
             waiting: None,
+            cores: None,
             bubbles: Some(BubbleInput { set: &set, of: &of }),
         })
     };
@@ -503,6 +504,7 @@ fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
         numa_tick: false,
         progress: None,
         waiting: None,
+        cores: None,
         bubbles: Some(BubbleInput {
             set: &set,
             of: &[Some(0), Some(0)],

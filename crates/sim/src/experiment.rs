@@ -277,7 +277,7 @@ impl Experiment {
             mean_speed: (speed_count > 0).then(|| speed_sum / speed_count as f64),
             metric: Some(format!("{:?}", params.metric).to_lowercase()),
             repins: Some(engine.repins()),
-            os_share: None,
+            os_share: engine.guard_stats().map(|g| g.os_share()),
             manager_cpu_s: None,
             workload_cpu_s: None,
             assignment: None,

@@ -493,6 +493,7 @@ mod tests {
             numa_tick: false,
             progress: None,
             waiting: None,
+            cores: None,
             bubbles: None,
         });
         assert_eq!(decision.place, vec![3, 0, 9]);

@@ -172,6 +172,9 @@ pub struct SimMachine {
     place_cores: Vec<Vec<usize>>,
     /// `place_allows[place][core]`.
     place_allows: Vec<Vec<bool>>,
+    /// The first CPU of every core (what a real kernel reports as the
+    /// CPU a thread ran on).
+    core_cpu: Vec<usize>,
     whole: usize,
     background: BackgroundSchedule,
     phase: Option<usize>,
@@ -238,6 +241,10 @@ impl SimMachine {
                     .collect(),
             })
             .collect();
+        let core_cpu = cores
+            .iter()
+            .map(|&place| places.cpus[place].first().expect("a core has a CPU"))
+            .collect();
         let place_allows = place_cores
             .iter()
             .map(|list| {
@@ -255,6 +262,7 @@ impl SimMachine {
             node_cores,
             place_cores,
             place_allows,
+            core_cpu,
             whole: layout.whole(),
             background,
             phase: None,
@@ -847,6 +855,11 @@ impl Target for SimMachine {
 
     fn initial_place(&self, _key: ThreadKey) -> Option<usize> {
         Some(self.whole)
+    }
+
+    fn last_cpu(&mut self, key: ThreadKey) -> Option<usize> {
+        let index = (key as usize).checked_sub(1)?;
+        self.threads.get(index).map(|thread| self.core_cpu[thread.core])
     }
 
     fn progress(&self) -> Option<f64> {

@@ -637,6 +637,13 @@ fn thread_ended(pid: u32, tid: u32) -> bool {
     !std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists()
 }
 
+/// The CPU thread `tid` of `pid` ran on last (field 39 of its stat line).
+fn last_cpu_of(pid: u32, tid: u32) -> Option<usize> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    // Fields after the name start at field 3.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(39 - 3)?.parse().ok()
+}
+
 /// The parent of process `pid`, from /proc/PID/stat.
 fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -775,6 +782,11 @@ impl Target for LiveProcess {
         self.threads.get(&key).map(|t| t.who.clone()).unwrap_or_default()
     }
 
+    fn last_cpu(&mut self, key: ThreadKey) -> Option<usize> {
+        let thread = self.threads.get(&key)?;
+        last_cpu_of(thread.who.pid, thread.who.tid)
+    }
+
     fn progress(&self) -> Option<f64> {
         self.progress
     }
@@ -806,5 +818,32 @@ impl Target for LiveProcess {
                 e,
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_cpu_is_the_cpu_a_pinned_thread_runs_on() {
+        let allowed = get_affinity(0).expect("read the affinity");
+        let pid = std::process::id();
+        for cpu in allowed.iter() {
+            let (tid, seen) = std::thread::spawn(move || {
+                set_affinity(0, &CpuSet::from_iter([cpu])).expect("pin to one allowed CPU");
+                // Run there a little: the kernel moves a thread when it runs.
+                let started = std::time::Instant::now();
+                while started.elapsed() < std::time::Duration::from_millis(20) {
+                    std::hint::spin_loop();
+                }
+                let tid = nix::unistd::gettid().as_raw() as u32;
+                (tid, last_cpu_of(pid, tid))
+            })
+            .join()
+            .expect("the pinned thread");
+            assert_eq!(seen, Some(cpu), "thread {tid} pinned to CPU {cpu}");
+        }
+        assert_eq!(last_cpu_of(pid, u32::MAX), None, "no such thread");
     }
 }

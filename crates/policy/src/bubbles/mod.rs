@@ -16,7 +16,8 @@
 //!        ▼
 //!     spread(tree, bubbles, members) ─► a place per thread (spread.rs)
 //!        │
-//!     guard.next(progress) ─► Os: every thread on the whole machine
+//!     guard.next(progress) ─► Os: every thread on the whole machine (the
+//!                                 window's first period: back on Linux's cores)
 //!                             Learn: the spread's places
 //! ```
 //!
@@ -33,7 +34,7 @@ mod spread;
 
 pub use spread::{Member, spread};
 
-use crate::guard::{Arm, Guard, GuardConfig, GuardStats};
+use crate::guard::{Arm, Guard, GuardConfig, GuardStats, HandBack};
 use crate::layout::{Layout, PlaceKind};
 use crate::objective::sanitise_speed;
 use crate::tree::PlaceTree;
@@ -277,6 +278,8 @@ pub struct BubblesPolicy {
     bubbles: BubbleSet,
     guard: Guard,
     guard_enabled: bool,
+    /// Linux's placement, put back when its windows start.
+    hand_back: HandBack,
     threads: Vec<Tracked>,
     last_spread: Option<u64>,
     regenerations: u64,
@@ -294,6 +297,7 @@ impl BubblesPolicy {
             bubbles: BubbleSet::default(),
             guard: Guard::new(guard),
             guard_enabled: guard.enabled,
+            hand_back: HandBack::default(),
             threads: Vec::new(),
             last_spread: None,
             regenerations: 0,
@@ -381,6 +385,10 @@ impl Policy for BubblesPolicy {
         self.guard_enabled.then(|| self.guard.stats())
     }
 
+    fn wants_cores(&self) -> bool {
+        self.guard.os_window_ending()
+    }
+
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
         let changed = self.reconcile(input);
         let loads_changed = self.threads.iter().any(|t| t.load() != t.spread_load);
@@ -399,12 +407,12 @@ impl Policy for BubblesPolicy {
             .iter()
             .map(|t| sanitise_speed(t.speed).unwrap_or(f64::NAN))
             .collect();
-        let place = if self.guard.next(input.progress_or_speed_sum(), input.waiting) == Arm::Os {
-            vec![self.layout.whole(); self.threads.len()]
-        } else {
-            let whole = self.layout.whole();
-            self.threads.iter().map(|t| t.place.unwrap_or(whole)).collect()
-        };
+        let arm = self.guard.next(input.progress_or_speed_sum(), input.waiting);
+        let whole = self.layout.whole();
+        let place = self
+            .hand_back
+            .places(input, arm, whole)
+            .unwrap_or_else(|| self.threads.iter().map(|t| t.place.unwrap_or(whole)).collect());
         Decision { place, utility }
     }
 }
