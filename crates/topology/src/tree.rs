@@ -44,10 +44,11 @@ const SPEC_HINT: &str =
 pub const MAX_SYNTHETIC_PUS: u64 = 1 << 14;
 
 /// The most NUMA nodes, and groups (packages, dies, L3 caches), a topology
-/// may have: Linux's own limit on NUMA nodes (`MAX_NUMNODES` with
-/// `NODES_SHIFT` 10). hwloc's object insertion is quadratic in them (afl
-/// found 4444 nodes taking it 23 s), and so are parts of the tree drawn here.
-pub const MAX_NUMA_NODES: usize = 1024;
+/// may have: half of Linux's own limit on NUMA nodes (`MAX_NUMNODES` with
+/// `NODES_SHIFT` 10, 1024). hwloc's object insertion is quadratic in nodes:
+/// afl found 4444 nodes taking it 6 s per read and 882 nodes (`882 18`)
+/// 5.5 s; 512 take it under 2 s.
+pub const MAX_NUMA_NODES: usize = 512;
 
 /// Width at which `describe` wraps the list of cores.
 const DESCRIBE_WIDTH: usize = 100;
@@ -69,9 +70,7 @@ pub enum TopologyError {
     MissingFile { spec: String },
     #[error("the topology from {source_name} has no CPUs; {SPEC_HINT}")]
     NoCpus { source_name: String },
-    #[error(
-        "the topology from {source_name} has {count} {what}; pinlearn handles at most {MAX_NUMA_NODES} (Linux's limit on NUMA nodes)"
-    )]
+    #[error("the topology from {source_name} has {count} {what}; pinlearn handles at most {MAX_NUMA_NODES}")]
     TooManyObjects {
         source_name: String,
         count: usize,
@@ -215,9 +214,11 @@ impl Topology {
         }
         let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         survives_in_a_child(|| {
-            if let Ok(builder) = TopologyBuilder::new().from_synthetic(spec) {
-                let _ = builder.build();
-            }
+            TopologyBuilder::new()
+                .from_synthetic(spec)
+                .ok()
+                .and_then(|builder| builder.build().ok())
+                .is_none_or(|topology| within_limits(&topology))
         })
         .map_err(|why| invalid(&why))?;
         let builder = TopologyBuilder::new()
@@ -245,9 +246,11 @@ impl Topology {
         }
         let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         survives_in_a_child(|| {
-            if let Ok(builder) = TopologyBuilder::new().from_xml_file(path) {
-                let _ = builder.build();
-            }
+            TopologyBuilder::new()
+                .from_xml_file(path)
+                .ok()
+                .and_then(|builder| builder.build().ok())
+                .is_none_or(|topology| within_limits(&topology))
         })
         .map_err(invalid)?;
         let builder = TopologyBuilder::new()
@@ -503,6 +506,15 @@ impl Topology {
         let mut text = format!("{}\n{}\n", self.source, counts.join(", "));
 
         let sets = self.nested_sets();
+        // The cores holding each CPU, so that finding the cores of a set
+        // looks at its own CPUs, not at every core of the machine.
+        let all_cores: Vec<&CpuSet> = self.cores().collect();
+        let mut cores_of_cpu: Vec<Vec<usize>> = vec![Vec::new(); cpus.last().map_or(0, |last| last + 1)];
+        for (index, core) in all_cores.iter().enumerate() {
+            for cpu in core.iter() {
+                cores_of_cpu[cpu].push(index);
+            }
+        }
         let mut stack: Vec<(usize, usize)> = sets
             .iter()
             .enumerate()
@@ -513,7 +525,18 @@ impl Topology {
         while let Some((index, depth)) = stack.pop() {
             let set = &sets[index];
             let indent = "  ".repeat(depth);
-            let cores: Vec<&CpuSet> = self.cores().filter(|core| core.is_subset(&set.cpus)).collect();
+            let mut candidates: Vec<usize> = set
+                .cpus
+                .iter()
+                .flat_map(|cpu| cores_of_cpu.get(cpu).into_iter().flatten().copied())
+                .collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+            let cores: Vec<&CpuSet> = candidates
+                .into_iter()
+                .map(|index| all_cores[index])
+                .filter(|core| core.is_subset(&set.cpus))
+                .collect();
             let smallest = cores.iter().map(|core| core.len()).min().unwrap_or(0);
             let largest = cores.iter().map(|core| core.len()).max().unwrap_or(0);
             let per_core = if smallest == largest {
@@ -701,17 +724,31 @@ impl Topology {
         groups.sort_by_key(|group| (group.level, group.cpus.first(), group.index));
         groups.dedup_by(|a, b| a.level == b.level && a.cpus == b.cpus);
 
+        // Each core goes to the nodes holding its PUs (one, unless a
+        // hand-made file draws a core across nodes): linear in the PUs, where
+        // intersecting every core with every node took seconds with hundreds
+        // of nodes.
+        let mut node_of_pu = vec![usize::MAX; all_pus.last().map_or(0, |last| last + 1)];
+        for (position, (_, cpus)) in node_cpus.iter().enumerate() {
+            for pu in cpus.iter() {
+                node_of_pu[pu] = position;
+            }
+        }
+        let mut node_cores: Vec<Vec<CpuSet>> = vec![Vec::new(); node_cpus.len()];
+        for core in &hwloc_cores {
+            let mut positions: Vec<usize> = core.iter().map(|pu| node_of_pu[pu]).collect();
+            positions.sort_unstable();
+            positions.dedup();
+            for position in positions {
+                if let Some((_, cpus)) = node_cpus.get(position) {
+                    node_cores[position].push(core.intersection(cpus));
+                }
+            }
+        }
         let nodes = node_cpus
             .into_iter()
-            .map(|(os_index, cpus)| Node {
-                os_index,
-                cores: hwloc_cores
-                    .iter()
-                    .map(|core| core.intersection(&cpus))
-                    .filter(|core| !core.is_empty())
-                    .collect(),
-                cpus,
-            })
+            .zip(node_cores)
+            .map(|((os_index, cpus), cores)| Node { os_index, cores, cpus })
             .collect();
         Topology::from_nodes(nodes, source)?.with_groups(groups)
     }
@@ -768,12 +805,26 @@ static HWLOC: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// quadratic in them).
 const TRIAL_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// At most [`MAX_NUMA_NODES`] NUMA nodes and as many groups: what the
+/// trial checks, so that a description refused for its size is read once.
+fn within_limits(topology: &hwlocality::Topology) -> bool {
+    let groups: usize = GroupLevel::ALL
+        .iter()
+        .map(|level| topology.objects_with_type(level.hwloc_type()).count())
+        .sum();
+    topology.objects_with_type(ObjectType::NUMANode).count() <= MAX_NUMA_NODES && groups <= MAX_NUMA_NODES
+}
+
+/// The trial's exit status for a description over [`within_limits`].
+const TOO_LARGE: i32 = 3;
+
 /// hwloc's parsers crash (SIGSEGV) on some malformed input, for example an
 /// XML file with closing tags out of place, which would take pinlearn down
 /// with them. A description from the user is first tried in a forked child;
-/// only if the child survives is it read in this process. Call with
-/// [`HWLOC`] held. Where fork fails the trial is skipped.
-fn survives_in_a_child(attempt: impl FnOnce()) -> Result<(), String> {
+/// only if the child survives, and `attempt` says the result is within
+/// pinlearn's limits, is it read in this process. Call with [`HWLOC`] held.
+/// Where fork fails the trial is skipped.
+fn survives_in_a_child(attempt: impl FnOnce() -> bool) -> Result<(), String> {
     // SAFETY: the child only runs hwloc (no other thread is inside hwloc:
     // HWLOC is held; glibc's malloc is safe after fork) and leaves with
     // _exit, never returning into the caller.
@@ -786,9 +837,13 @@ fn survives_in_a_child(attempt: impl FnOnce()) -> Result<(), String> {
             };
             // SAFETY: plain system calls in the child.
             unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) };
-            let survived = std::panic::catch_unwind(std::panic::AssertUnwindSafe(attempt)).is_ok();
+            let status = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(attempt)) {
+                Ok(true) => 0,
+                Ok(false) => TOO_LARGE,
+                Err(_) => 1,
+            };
             // SAFETY: ends the child without running the parent's destructors.
-            unsafe { libc::_exit(if survived { 0 } else { 1 }) }
+            unsafe { libc::_exit(status) }
         }
         child => {
             let started = std::time::Instant::now();
@@ -816,6 +871,11 @@ fn survives_in_a_child(attempt: impl FnOnce()) -> Result<(), String> {
                 return Err(format!(
                     "hwloc crashed reading it (signal {}); the file is damaged or not written by hwloc",
                     libc::WTERMSIG(status)
+                ));
+            }
+            if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == TOO_LARGE {
+                return Err(format!(
+                    "it has more than {MAX_NUMA_NODES} NUMA nodes, or more than {MAX_NUMA_NODES} packages, dies and L3 caches; pinlearn handles at most {MAX_NUMA_NODES}"
                 ));
             }
             Ok(())
