@@ -38,7 +38,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub repeat: u32,
     /// Settings for pinlearn's side, as for `pinlearn run --config` (e.g.
-    /// configs/papers-learner.toml); default: the built-in defaults.
+    /// configs/unguarded-learner.toml); default: the built-in defaults.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
 }

@@ -9,7 +9,7 @@ use common::{run_json, stderr};
 #[test]
 fn a_program_starting_a_thousand_threads_a_second_keeps_the_summary_bounded() {
     let exe = env!("CARGO_BIN_EXE_pinlearn");
-    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/papers-learner.toml");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/unguarded-learner.toml");
     let out = run_json(&[
         "run",
         "--config",

@@ -370,15 +370,32 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_papers_learner_file_gives_the_papers_settings() {
-        let text = include_str!("../../../configs/papers-learner.toml");
-        let s = Settings::from_toml_str(text).expect("configs/papers-learner.toml is valid");
+    fn the_shipped_unguarded_learner_file_is_the_default_without_the_guard() {
+        let text = include_str!("../../../configs/unguarded-learner.toml");
+        let s = Settings::from_toml_str(text).expect("configs/unguarded-learner.toml is valid");
         assert_eq!(s.learn.start, pinlearn_policy::Start::RoundRobin);
         assert_eq!(s.learn.pla.init_focus, 0.5);
         assert!(!s.learn.guard.enabled);
         let defaults = Settings::default();
         assert_eq!(s.learn.pla.step, defaults.learn.pla.step, "the rest stays default");
         assert_eq!(s.learn.objective, defaults.learn.objective);
+        assert!(s.learn.node_action);
+    }
+
+    #[test]
+    fn the_shipped_papers_learner_file_gives_the_papers_values() {
+        let text = include_str!("../../../configs/papers-learner.toml");
+        let s = Settings::from_toml_str(text).expect("configs/papers-learner.toml is valid");
+        s.validate().expect("the papers' values are valid settings");
+        let learn = &s.learn;
+        // Paper 000 Table IV (DESIGN.md §2).
+        assert_eq!(s.interval, Duration::from_millis(50));
+        assert_eq!(learn.objective, pinlearn_policy::Objective::Own);
+        assert_eq!((learn.pla.step, learn.pla.lambda, learn.pla.nu), (0.2, 0.02, 0.01));
+        assert_eq!((learn.pla.threshold, learn.pla.init_focus), (0.0, 0.0));
+        assert_eq!((learn.numa.nu, learn.numa.eta, learn.numa.gamma), (0.01, 1.25, 0.9));
+        assert_eq!((learn.numa.zeta, learn.numa.period_s), (0.02, 2.0));
+        assert!(!learn.node_action && !learn.guard.enabled && learn.reset_on_exit);
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub struct LearnConfig {
     /// papers), or on its whole node, where the OS balances (learning then
     /// pins only what measures better).
     pub start: Start,
+    /// Besides the cores of its node, a thread's automaton may choose the
+    /// whole node (the OS balances inside it): pinlearn's addition, which
+    /// lets a thread leave a crowded core without a pin. `false`: the cores
+    /// only, as in the papers (needs `start = "round-robin"`).
+    pub node_action: bool,
     /// Learn the NUMA node (aspiration learning) on machines with 2+ nodes;
     /// off: threads keep their round-robin node. Not a file key: the
     /// engine's `[[levels]]` description sets it.
@@ -79,6 +84,7 @@ impl Default for LearnConfig {
             guard: GuardConfig::default(),
             reset_on_exit: true,
             start: Start::RoundRobin,
+            node_action: true,
             numa_level: true,
             core_level: true,
         }
@@ -90,7 +96,8 @@ impl Default for LearnConfig {
 pub struct ConfigProblem {
     /// The key as written in the file, e.g. `pla.step`.
     pub key: &'static str,
-    pub value: f64,
+    /// The value as written (a number, or `false`).
+    pub value: String,
     /// The allowed range, e.g. `in (0, 1]`.
     pub allowed: &'static str,
 }
@@ -135,8 +142,8 @@ impl LearnConfig {
             (
                 "pla.threshold",
                 self.pla.threshold,
-                self.pla.threshold > 0.0 && self.pla.threshold <= 1.5,
-                "in (0, 1.5]",
+                (0.0..=1.5).contains(&self.pla.threshold),
+                "in [0, 1.5]",
             ),
             (
                 "pla.init_focus",
@@ -219,11 +226,22 @@ impl LearnConfig {
                 "balanced:GAMMA with GAMMA a finite number >= 0",
             ),
         ];
-        let problems: Vec<ConfigProblem> = checks
+        let mut problems: Vec<ConfigProblem> = checks
             .into_iter()
             .filter(|&(_, _, ok, _)| !ok)
-            .map(|(key, value, _, allowed)| ConfigProblem { key, value, allowed })
+            .map(|(key, value, _, allowed)| ConfigProblem {
+                key,
+                value: value.to_string(),
+                allowed,
+            })
             .collect();
+        if !self.node_action && self.start == Start::Os {
+            problems.push(ConfigProblem {
+                key: "node_action",
+                value: "false".to_string(),
+                allowed: "true with start = \"os\" (such a thread starts on its whole node)",
+            });
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -352,7 +370,7 @@ mod tests {
             (
                 LearnConfig {
                     pla: PlaConfig {
-                        threshold: 0.0,
+                        threshold: -0.1,
                         ..base.pla
                     },
                     ..base
@@ -436,6 +454,14 @@ mod tests {
                     ..base
                 },
                 "guard.assumed_loss",
+            ),
+            (
+                LearnConfig {
+                    node_action: false,
+                    start: Start::Os,
+                    ..base
+                },
+                "node_action",
             ),
         ];
         for (cfg, key) in cases {

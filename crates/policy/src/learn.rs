@@ -8,7 +8,7 @@
 //!     ├─1─ reconcile with last period's threads (sorted merge)
 //!     │      new thread  ─► k-th ever seen: core = all_cores[k mod ncores],
 //!     │                     node = that core's node, PLA over
-//!     │                     [cores of node..., node place], current = core
+//!     │                     [cores of node..., node place (node_action)], current = core
 //!     │      one ended   ─► reset_on_exit: everyone re-assigned round-robin
 //!     │                     from scratch, in key order (fresh PLA + NUMA state)
 //!     │
@@ -58,7 +58,7 @@ pub struct LearnPolicy {
     /// Every core place, in layout order: the round-robin sequence.
     cores: Vec<usize>,
     /// Per node, the actions of its threads: its core places, then its
-    /// node place.
+    /// node place (unless `node_action` is off).
     node_actions: Vec<Vec<usize>>,
     /// Threads assigned round-robin since the start or the last reset.
     round_robin: u64,
@@ -94,7 +94,10 @@ impl LearnPolicy {
     pub fn new(layout: Layout, cfg: LearnConfig, seed: u64) -> Self {
         let cores = layout.all_cores().collect();
         let node_actions = (0..layout.nodes())
-            .map(|node| layout.cores_of(node).chain([layout.node_place(node)]).collect())
+            .map(|node| {
+                let whole_node = cfg.node_action.then(|| layout.node_place(node));
+                layout.cores_of(node).chain(whole_node).collect()
+            })
             .collect();
         LearnPolicy {
             aspiration: Aspiration::new(cfg.numa, layout.nodes()),
@@ -177,7 +180,12 @@ impl LearnPolicy {
                 .iter()
                 .position(|&place| place == core)
                 .expect("the core is one of its node's places"),
-            Start::Os => actions.len() - 1,
+            // The node place is an action unless `node_action` is off,
+            // which the configuration refuses with this start.
+            Start::Os => actions
+                .iter()
+                .position(|&place| place == self.layout.node_place(node))
+                .unwrap_or(0),
         };
         Pla::new(actions, first, self.cfg.pla)
     }
@@ -189,13 +197,10 @@ impl LearnPolicy {
         for thread in &self.threads {
             crowd[thread.pla.current()] += 1;
         }
-        let actions = &self.node_actions[node];
-        let node_cores = &actions[..actions.len() - 1];
-        node_cores
-            .iter()
-            .copied()
+        self.layout
+            .cores_of(node)
             .min_by_key(|&core| crowd[core])
-            .unwrap_or(actions[0])
+            .expect("every node has a core")
     }
 
     /// Step 1: carries matched threads over, starts new ones, and resets
@@ -652,6 +657,27 @@ mod tests {
             let last = *actions.last().unwrap();
             assert_eq!(layout.places()[last].kind, PlaceKind::Node);
             assert_eq!(layout.places()[last].node, Some(node));
+        }
+    }
+
+    #[test]
+    fn without_the_node_action_threads_choose_among_cores_only() {
+        let layout = Layout::uniform(2, 3);
+        let cfg = LearnConfig {
+            node_action: false,
+            ..papers()
+        };
+        let mut policy = LearnPolicy::new(layout.clone(), cfg, 0);
+        let threads = samples(&[1, 2, 3, 4, 5, 6, 7], Some(1.0));
+        for period in 0..200 {
+            let decision = policy.decide(&input(period, &threads, period % 40 == 39));
+            for &place in &decision.place {
+                assert_eq!(layout.places()[place].kind, PlaceKind::Core, "period {period}");
+            }
+        }
+        for key in 1..=7 {
+            let actions = policy.pla(key).unwrap().actions();
+            assert_eq!(actions.len(), 3, "thread {key}: {actions:?}");
         }
     }
 }

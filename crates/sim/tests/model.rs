@@ -2,7 +2,7 @@
 //! speeds, the workloads, the modelled OS, and the engine driving it.
 
 use pinlearn_engine::{Engine, Places, Target};
-use pinlearn_policy::{LearnConfig, LearnPolicy, Objective, OsPolicy, StaticPolicy, ThreadSample};
+use pinlearn_policy::{GuardConfig, LearnConfig, LearnPolicy, Objective, OsPolicy, StaticPolicy, ThreadSample};
 use pinlearn_sim::{
     Activity, BackgroundSchedule, LoadGame, MachineParams, SimMachine, SimMetric, WorkloadKind, WorkloadSpec,
 };
@@ -440,8 +440,14 @@ fn learning_own_speed_ends_at_a_nash_equilibrium_within_the_bound() {
             MachineParams::default(),
             seed,
         );
+        // The learner alone: with the guard, Linux's windows (the modelled
+        // OS is at the optimum here) would feed the assignment judged.
         let cfg = LearnConfig {
             objective: Objective::Own,
+            guard: GuardConfig {
+                enabled: false,
+                ..GuardConfig::default()
+            },
             ..LearnConfig::default()
         };
         let policy = LearnPolicy::new(places.layout.clone(), cfg, seed);
