@@ -672,14 +672,8 @@ mod tests {
 
     fn input<'a>(threads: &'a [crate::ThreadSample], cores: Option<&'a [Option<usize>]>) -> PeriodInput<'a> {
         PeriodInput {
-            period: 0,
-            time_s: 0.0,
-            threads,
-            numa_tick: false,
-            progress: None,
-            waiting: None,
             cores,
-            bubbles: None,
+            ..PeriodInput::of(0, 0.0, threads)
         }
     }
 

@@ -102,7 +102,22 @@ pub struct BubbleInput<'a> {
     pub of: &'a [Option<usize>],
 }
 
-impl PeriodInput<'_> {
+impl<'a> PeriodInput<'a> {
+    /// Period `period` at `time_s` with only the threads' samples: no NUMA
+    /// tick, and nothing else measured or declared.
+    pub fn of(period: u64, time_s: f64, threads: &'a [ThreadSample]) -> Self {
+        PeriodInput {
+            period,
+            time_s,
+            threads,
+            numa_tick: false,
+            progress: None,
+            waiting: None,
+            cores: None,
+            bubbles: None,
+        }
+    }
+
     /// The application's progress over the period: the target's own
     /// measure, else the sum of the threads' speeds (`None` when no thread
     /// was measured). What the do-no-harm guard compares.

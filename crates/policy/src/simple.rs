@@ -109,16 +109,7 @@ mod tests {
     }
 
     fn input(threads: &[ThreadSample]) -> PeriodInput<'_> {
-        PeriodInput {
-            period: 0,
-            time_s: 0.0,
-            threads,
-            numa_tick: false,
-            progress: None,
-            waiting: None,
-            cores: None,
-            bubbles: None,
-        }
+        PeriodInput::of(0, 0.0, threads)
     }
 
     #[test]
