@@ -637,19 +637,27 @@ fn thread_ended(pid: u32, tid: u32) -> bool {
     !std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists()
 }
 
-/// The CPU thread `tid` of `pid` ran on last (field 39 of its stat line).
-fn last_cpu_of(pid: u32, tid: u32) -> Option<usize> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    // Fields after the name start at field 3.
-    stat.rsplit_once(')')?.1.split_whitespace().nth(39 - 3)?.parse().ok()
+/// Field `field` (numbered from 1, as in proc(5)) of the stat file at `path`.
+fn stat_field<T: std::str::FromStr>(path: &str, field: usize) -> Option<T> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    // The name (field 2) may hold spaces and parentheses: fields after it
+    // start after the last ')', with field 3.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(field.checked_sub(3)?)?
+        .parse()
+        .ok()
 }
 
-/// The parent of process `pid`, from /proc/PID/stat.
+/// The CPU thread `tid` of `pid` ran on last (field 39 of its stat line).
+fn last_cpu_of(pid: u32, tid: u32) -> Option<usize> {
+    stat_field(&format!("/proc/{pid}/task/{tid}/stat"), 39)
+}
+
+/// The parent of process `pid` (field 4 of /proc/PID/stat).
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The name (field 2) may hold spaces and parentheses: fields after it
-    // start after the last ')'.
-    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    stat_field(&format!("/proc/{pid}/stat"), 4)
 }
 
 /// What one period's measurement found besides the samples.
