@@ -17,6 +17,12 @@
 // Supervise only threads that call `pinlearn_register_thread`.
 #define PINLEARN_REGISTERED_THREADS 1
 
+// The root of the bubble tree, as a parent for `pinlearn_bubble_create`.
+#define PINLEARN_ROOT -1
+
+// For `pinlearn_bubble_set_load`: the bubble weighs what its threads do.
+#define PINLEARN_LOAD_OF_THREADS -1.0
+
 // An in-process manager started by `pinlearn_start`.
 typedef struct pinlearn_manager pinlearn_manager;
 
@@ -33,6 +39,19 @@ extern "C" {
 // # Safety
 // `config_toml` must be NULL or a valid NUL-terminated string.
 struct pinlearn_manager *pinlearn_start(const char *config_toml, int mode);
+
+// `pinlearn_start` on a given topology instead of the machine's:
+// `topology` is an hwloc synthetic string (`"node:2 core:4 pu:1"`) or an
+// lstopo XML file, `topology_map` the real CPUs (a list such as `"0-7"`)
+// that the PUs of a synthetic topology stand for, in order (NULL for an
+// XML file). `topology` NULL: the machine's, as `pinlearn_start`.
+//
+// # Safety
+// Each string must be NULL or a valid NUL-terminated string.
+struct pinlearn_manager *pinlearn_start_on(const char *config_toml,
+                                           int mode,
+                                           const char *topology,
+                                           const char *topology_map);
 
 // Puts the calling thread under the manager. Returns 0, or -1 if `manager` is NULL.
 //
@@ -61,6 +80,93 @@ void pinlearn_free_string(char *s);
 // The calling thread's last error message ("" if none). Valid until the
 // next pinlearn call on this thread.
 const char *pinlearn_last_error(void);
+
+// Creates a bubble nested in `parent` (`PINLEARN_ROOT` for the root),
+// called `name` (NULL: "bubble N"). Returns its number (0, 1, ...) or -1.
+// The manager must run `policy = "bubbles"` without a rules file.
+//
+// # Safety
+// `manager`: NULL or live; `name`: NULL or a valid NUL-terminated string.
+int pinlearn_bubble_create(const struct pinlearn_manager *manager, int parent, const char *name);
+
+// Puts thread `tid` (0: the calling thread) in `bubble`, and under the
+// manager. A thread is in one bubble at a time. Returns 0 or -1.
+//
+// # Safety
+// `manager` must be NULL or a live manager.
+int pinlearn_bubble_insert_thread(const struct pinlearn_manager *manager, int bubble, int tid);
+
+// Nests `child` (a bubble of the root) in `bubble`. Returns 0 or -1.
+//
+// # Safety
+// `manager` must be NULL or a live manager.
+int pinlearn_bubble_insert_bubble(const struct pinlearn_manager *manager, int bubble, int child);
+
+// Takes thread `tid` (0: the calling thread) out of its bubble. Returns 0 or -1.
+//
+// # Safety
+// `manager` must be NULL or a live manager.
+int pinlearn_bubble_remove_thread(const struct pinlearn_manager *manager, int tid);
+
+// Higher priorities are placed first. Returns 0 or -1.
+//
+// # Safety
+// `manager` must be NULL or a live manager.
+int pinlearn_bubble_set_priority(const struct pinlearn_manager *manager, int bubble, int priority);
+
+// The level at which `bubble` opens (its burst level): "machine",
+// "package", "die", "l3", "node" or "core"; NULL for wherever the spread
+// needs. A level this machine's tree lacks is refused. Returns 0 or -1.
+//
+// # Safety
+// `manager`: NULL or live; `level`: NULL or a valid NUL-terminated string.
+int pinlearn_bubble_set_burst(const struct pinlearn_manager *manager,
+                              int bubble,
+                              const char *level);
+
+// The load of `bubble` instead of the sum of its threads' (one per
+// running thread): a number >= 0, or `PINLEARN_LOAD_OF_THREADS` to count
+// its threads again. Returns 0 or -1.
+//
+// # Safety
+// `manager` must be NULL or a live manager.
+int pinlearn_bubble_set_load(const struct pinlearn_manager *manager, int bubble, double load);
+
+// Places every bubble as declared so far at once: returns once the
+// manager has taken a period with them (so threads that live shorter
+// than a period are placed too). Returns 0 or -1.
+//
+// # Safety
+// `manager` must be NULL or a live manager.
+int pinlearn_bubble_wake_up(const struct pinlearn_manager *manager, int bubble);
+
+// Spreads everything afresh at the next period, ignoring where threads
+// are (the paper's shake). Returns 0 or -1.
+//
+// # Safety
+// `manager` must be NULL or a live manager.
+int pinlearn_bubble_shake(const struct pinlearn_manager *manager);
+
+// How many places the manager's tree has at `level` ("machine",
+// "package", "die", "l3", "node" or "core"; 0 when it lacks that level),
+// or -1 for an unknown level name.
+//
+// # Safety
+// `manager`: NULL or live; `level`: a valid NUL-terminated string.
+int pinlearn_places(const struct pinlearn_manager *manager, const char *level);
+
+// The CPUs of place `index` of `level`: writes up to `capacity` CPU
+// numbers, lowest first, into `cpus` and returns how many the place has
+// (more than `capacity` means some were left out), or -1.
+//
+// # Safety
+// `manager`: NULL or live; `level`: a valid NUL-terminated string;
+// `cpus`: room for `capacity` ints (may be NULL when `capacity` is 0).
+int pinlearn_place_cpus(const struct pinlearn_manager *manager,
+                        const char *level,
+                        int index,
+                        int *cpus,
+                        int capacity);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -3,7 +3,11 @@
 //! ```text
 //!   C program                         this crate                    pinlearn-engine
 //!   pinlearn_start(toml, mode) ─────► Request from TOML ──────────► Manager::start (own thread)
+//!   pinlearn_start_on(.., topology, map) ─► the same on a given topology ─► Manager::start_on
 //!   pinlearn_register_thread(m) ────► Manager::register_current_thread
+//!   pinlearn_bubble_*(m, ..) ───────► Registrar: DeclaredBubbles (create, insert, priority,
+//!                                      burst level, load, shake), wake_up (placed at once)
+//!   pinlearn_places / _place_cpus ──► Registrar::places / place_cpus (topology queries)
 //!   pinlearn_heartbeat(units) ──────► pinlearn_heartbeat::beat (readable from outside too)
 //!   pinlearn_stop(m) ───────────────► Manager::stop ─► summary JSON (free with pinlearn_free_string)
 //!   pinlearn_last_error() ◄───────── the calling thread's last error message
@@ -13,9 +17,10 @@
 //! a test fails when it is out of date (`PINLEARN_BLESS=1 cargo test -p
 //! pinlearn-capi` rewrites it).
 
-use pinlearn_engine::{Manager, Registration, Request, Settings};
+use pinlearn_engine::{BubbleId, EngineError, Manager, Registrar, Registration, Request, Settings};
+use pinlearn_topology::{CpuSet, Topology};
 use std::cell::RefCell;
-use std::ffi::{CStr, CString, c_char, c_int};
+use std::ffi::{CStr, CString, c_char, c_double, c_int};
 use std::ptr;
 
 thread_local! {
@@ -47,49 +52,83 @@ pub struct PinlearnManager {
 /// `config_toml` must be NULL or a valid NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pinlearn_start(config_toml: *const c_char, mode: c_int) -> *mut PinlearnManager {
-    let text = if config_toml.is_null() {
-        String::new()
-    } else {
-        // SAFETY: the caller promises a valid C string.
-        match unsafe { CStr::from_ptr(config_toml) }.to_str() {
-            Ok(text) => text.to_string(),
-            Err(_) => {
-                set_error("pinlearn_start: the configuration is not UTF-8".into());
-                return ptr::null_mut();
+    // SAFETY: the caller's promise is passed on.
+    unsafe { pinlearn_start_on(config_toml, mode, ptr::null(), ptr::null()) }
+}
+
+/// `pinlearn_start` on a given topology instead of the machine's:
+/// `topology` is an hwloc synthetic string (`"node:2 core:4 pu:1"`) or an
+/// lstopo XML file, `topology_map` the real CPUs (a list such as `"0-7"`)
+/// that the PUs of a synthetic topology stand for, in order (NULL for an
+/// XML file). `topology` NULL: the machine's, as `pinlearn_start`.
+///
+/// # Safety
+/// Each string must be NULL or a valid NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_start_on(
+    config_toml: *const c_char,
+    mode: c_int,
+    topology: *const c_char,
+    topology_map: *const c_char,
+) -> *mut PinlearnManager {
+    let started = (|| {
+        // SAFETY: the caller promises NULL or valid C strings.
+        let (text, topology, map) = unsafe { (text(config_toml)?, text(topology)?, text(topology_map)?) };
+        let registration = match mode {
+            PINLEARN_ALL_THREADS => Registration::All,
+            PINLEARN_REGISTERED_THREADS => Registration::Explicit,
+            other => {
+                return Err(format!(
+                    "unknown mode {other}: use PINLEARN_ALL_THREADS or PINLEARN_REGISTERED_THREADS"
+                ));
             }
-        }
-    };
-    let registration = match mode {
-        PINLEARN_ALL_THREADS => Registration::All,
-        PINLEARN_REGISTERED_THREADS => Registration::Explicit,
-        other => {
-            set_error(format!(
-                "pinlearn_start: unknown mode {other}: use PINLEARN_ALL_THREADS or PINLEARN_REGISTERED_THREADS"
-            ));
-            return ptr::null_mut();
-        }
-    };
-    let settings = match Settings::from_toml_str(&text) {
-        Ok(settings) => settings,
-        Err(e) => {
-            set_error(format!("pinlearn_start: configuration {e}"));
-            return ptr::null_mut();
-        }
-    };
-    let request = Request {
-        settings,
-        cpus: None,
-        trace: None,
-        bubbles: None,
-        watchdog: None,
-    };
-    match Manager::start(&request, registration) {
+        };
+        let settings = Settings::from_toml_str(text.unwrap_or_default()).map_err(|e| format!("configuration {e}"))?;
+        let request = Request {
+            settings,
+            cpus: None,
+            trace: None,
+            bubbles: None,
+            watchdog: None,
+        };
+        let manager = match topology {
+            None => Manager::start(&request, registration),
+            Some(spec) => Manager::start_on(&request, registration, &given_topology(spec, map)?),
+        };
+        manager.map_err(|e| e.to_string())
+    })();
+    match started {
         Ok(manager) => Box::into_raw(Box::new(PinlearnManager { manager })),
         Err(e) => {
             set_error(format!("pinlearn_start: {e}"));
             ptr::null_mut()
         }
     }
+}
+
+/// The text of a C string argument (`None` for NULL).
+///
+/// # Safety
+/// `s` must be NULL or a valid NUL-terminated string.
+unsafe fn text<'a>(s: *const c_char) -> Result<Option<&'a str>, String> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the caller promises a valid C string.
+    let bytes = unsafe { CStr::from_ptr(s) };
+    bytes
+        .to_str()
+        .map(Some)
+        .map_err(|_| format!("{:?} is not UTF-8", bytes.to_string_lossy()))
+}
+
+/// The topology of `pinlearn_start_on`, mapped onto the real CPUs.
+fn given_topology(spec: &str, map: Option<&str>) -> Result<Topology, String> {
+    let map = map
+        .map(CpuSet::parse_list)
+        .transpose()
+        .map_err(|e| format!("topology_map: {e}"))?;
+    Topology::from_spec_onto(spec, map.as_ref()).map_err(|e| e.to_string())
 }
 
 /// Puts the calling thread under the manager. Returns 0, or -1 if `manager` is NULL.
@@ -161,4 +200,296 @@ pub unsafe extern "C" fn pinlearn_free_string(s: *mut c_char) {
 #[unsafe(no_mangle)]
 pub extern "C" fn pinlearn_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// The root of the bubble tree, as a parent for `pinlearn_bubble_create`.
+pub const PINLEARN_ROOT: c_int = -1;
+
+/// The manager's registrar, or the error to report for `function`.
+///
+/// # Safety
+/// `manager` must be NULL or a live manager.
+unsafe fn registrar<'a>(manager: *const PinlearnManager, function: &str) -> Result<&'a Registrar, String> {
+    // SAFETY: the caller promises a live manager or NULL.
+    match unsafe { manager.as_ref() } {
+        Some(m) => Ok(m.manager.registrar()),
+        None => Err(format!("{function}: manager is NULL")),
+    }
+}
+
+/// A bubble number from C.
+fn bubble_id(bubble: c_int) -> Result<BubbleId, String> {
+    u32::try_from(bubble)
+        .map(BubbleId)
+        .map_err(|_| format!("bubble {bubble} does not exist: bubbles are numbered from 0"))
+}
+
+/// A thread id from C: 0 is the calling thread.
+fn thread_id(tid: c_int) -> Result<u32, String> {
+    match tid {
+        0 => Ok(pinlearn_engine::live::current_tid()),
+        t if t > 0 => Ok(t as u32),
+        t => Err(format!(
+            "thread id {t}: give a thread id of this program, or 0 for the calling thread"
+        )),
+    }
+}
+
+/// Runs `call`, turning its error into -1 and `pinlearn_last_error()`.
+fn status(function: &str, call: impl FnOnce() -> Result<c_int, String>) -> c_int {
+    match call() {
+        Ok(value) => value,
+        Err(e) => {
+            let e = if e.starts_with(function) {
+                e
+            } else {
+                format!("{function}: {e}")
+            };
+            set_error(e);
+            -1
+        }
+    }
+}
+
+fn engine_error(e: EngineError) -> String {
+    e.to_string()
+}
+
+/// Creates a bubble nested in `parent` (`PINLEARN_ROOT` for the root),
+/// called `name` (NULL: "bubble N"). Returns its number (0, 1, ...) or -1.
+/// The manager must run `policy = "bubbles"` without a rules file.
+///
+/// # Safety
+/// `manager`: NULL or live; `name`: NULL or a valid NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_bubble_create(
+    manager: *const PinlearnManager,
+    parent: c_int,
+    name: *const c_char,
+) -> c_int {
+    status("pinlearn_bubble_create", || {
+        // SAFETY: the caller's promises.
+        let (registrar, name) = unsafe { (registrar(manager, "pinlearn_bubble_create")?, text(name)?) };
+        let parent = if parent == PINLEARN_ROOT {
+            None
+        } else {
+            Some(bubble_id(parent)?)
+        };
+        let id = registrar.bubbles().create(name, parent).map_err(engine_error)?;
+        c_int::try_from(id.0).map_err(|_| "too many bubbles".to_string())
+    })
+}
+
+/// Puts thread `tid` (0: the calling thread) in `bubble`, and under the
+/// manager. A thread is in one bubble at a time. Returns 0 or -1.
+///
+/// # Safety
+/// `manager` must be NULL or a live manager.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_bubble_insert_thread(
+    manager: *const PinlearnManager,
+    bubble: c_int,
+    tid: c_int,
+) -> c_int {
+    status("pinlearn_bubble_insert_thread", || {
+        // SAFETY: the caller's promise.
+        let registrar = unsafe { registrar(manager, "pinlearn_bubble_insert_thread")? };
+        let bubble = bubble_id(bubble)?;
+        match tid {
+            0 => registrar.insert_current_thread(bubble),
+            _ => registrar.insert_thread(bubble, thread_id(tid)?),
+        }
+        .map_err(engine_error)?;
+        Ok(0)
+    })
+}
+
+/// Nests `child` (a bubble of the root) in `bubble`. Returns 0 or -1.
+///
+/// # Safety
+/// `manager` must be NULL or a live manager.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_bubble_insert_bubble(
+    manager: *const PinlearnManager,
+    bubble: c_int,
+    child: c_int,
+) -> c_int {
+    status("pinlearn_bubble_insert_bubble", || {
+        // SAFETY: the caller's promise.
+        let registrar = unsafe { registrar(manager, "pinlearn_bubble_insert_bubble")? };
+        registrar
+            .bubbles()
+            .insert_bubble(bubble_id(bubble)?, bubble_id(child)?)
+            .map_err(engine_error)?;
+        Ok(0)
+    })
+}
+
+/// Takes thread `tid` (0: the calling thread) out of its bubble. Returns 0 or -1.
+///
+/// # Safety
+/// `manager` must be NULL or a live manager.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_bubble_remove_thread(manager: *const PinlearnManager, tid: c_int) -> c_int {
+    status("pinlearn_bubble_remove_thread", || {
+        // SAFETY: the caller's promise.
+        let registrar = unsafe { registrar(manager, "pinlearn_bubble_remove_thread")? };
+        registrar
+            .bubbles()
+            .remove_thread(thread_id(tid)?)
+            .map_err(engine_error)?;
+        Ok(0)
+    })
+}
+
+/// Higher priorities are placed first. Returns 0 or -1.
+///
+/// # Safety
+/// `manager` must be NULL or a live manager.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_bubble_set_priority(
+    manager: *const PinlearnManager,
+    bubble: c_int,
+    priority: c_int,
+) -> c_int {
+    status("pinlearn_bubble_set_priority", || {
+        // SAFETY: the caller's promise.
+        let registrar = unsafe { registrar(manager, "pinlearn_bubble_set_priority")? };
+        registrar
+            .bubbles()
+            .set_priority(bubble_id(bubble)?, priority)
+            .map_err(engine_error)?;
+        Ok(0)
+    })
+}
+
+/// The level at which `bubble` opens (its burst level): "machine",
+/// "package", "die", "l3", "node" or "core"; NULL for wherever the spread
+/// needs. A level this machine's tree lacks is refused. Returns 0 or -1.
+///
+/// # Safety
+/// `manager`: NULL or live; `level`: NULL or a valid NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_bubble_set_burst(
+    manager: *const PinlearnManager,
+    bubble: c_int,
+    level: *const c_char,
+) -> c_int {
+    status("pinlearn_bubble_set_burst", || {
+        // SAFETY: the caller's promises.
+        let (registrar, level) = unsafe { (registrar(manager, "pinlearn_bubble_set_burst")?, text(level)?) };
+        registrar
+            .bubbles()
+            .set_burst(bubble_id(bubble)?, level)
+            .map_err(engine_error)?;
+        Ok(0)
+    })
+}
+
+/// The load of `bubble` instead of the sum of its threads' (one per
+/// running thread): a number >= 0, or `PINLEARN_LOAD_OF_THREADS` to count
+/// its threads again. Returns 0 or -1.
+///
+/// # Safety
+/// `manager` must be NULL or a live manager.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_bubble_set_load(
+    manager: *const PinlearnManager,
+    bubble: c_int,
+    load: c_double,
+) -> c_int {
+    status("pinlearn_bubble_set_load", || {
+        // SAFETY: the caller's promise.
+        let registrar = unsafe { registrar(manager, "pinlearn_bubble_set_load")? };
+        let load = (load != PINLEARN_LOAD_OF_THREADS).then_some(load);
+        registrar
+            .bubbles()
+            .set_load(bubble_id(bubble)?, load)
+            .map_err(engine_error)?;
+        Ok(0)
+    })
+}
+
+/// For `pinlearn_bubble_set_load`: the bubble weighs what its threads do.
+pub const PINLEARN_LOAD_OF_THREADS: c_double = -1.0;
+
+/// Places every bubble as declared so far at once: returns once the
+/// manager has taken a period with them (so threads that live shorter
+/// than a period are placed too). Returns 0 or -1.
+///
+/// # Safety
+/// `manager` must be NULL or a live manager.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_bubble_wake_up(manager: *const PinlearnManager, bubble: c_int) -> c_int {
+    status("pinlearn_bubble_wake_up", || {
+        // SAFETY: the caller's promise.
+        let registrar = unsafe { registrar(manager, "pinlearn_bubble_wake_up")? };
+        registrar.wake_up(bubble_id(bubble)?).map_err(engine_error)?;
+        Ok(0)
+    })
+}
+
+/// Spreads everything afresh at the next period, ignoring where threads
+/// are (the paper's shake). Returns 0 or -1.
+///
+/// # Safety
+/// `manager` must be NULL or a live manager.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_bubble_shake(manager: *const PinlearnManager) -> c_int {
+    status("pinlearn_bubble_shake", || {
+        // SAFETY: the caller's promise.
+        let registrar = unsafe { registrar(manager, "pinlearn_bubble_shake")? };
+        registrar.bubbles().shake().map_err(engine_error)?;
+        Ok(0)
+    })
+}
+
+/// How many places the manager's tree has at `level` ("machine",
+/// "package", "die", "l3", "node" or "core"; 0 when it lacks that level),
+/// or -1 for an unknown level name.
+///
+/// # Safety
+/// `manager`: NULL or live; `level`: a valid NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_places(manager: *const PinlearnManager, level: *const c_char) -> c_int {
+    status("pinlearn_places", || {
+        // SAFETY: the caller's promises.
+        let (registrar, level) = unsafe { (registrar(manager, "pinlearn_places")?, text(level)?) };
+        let count = registrar.places(level.ok_or("level is NULL")?).map_err(engine_error)?;
+        c_int::try_from(count).map_err(|_| "too many places".to_string())
+    })
+}
+
+/// The CPUs of place `index` of `level`: writes up to `capacity` CPU
+/// numbers, lowest first, into `cpus` and returns how many the place has
+/// (more than `capacity` means some were left out), or -1.
+///
+/// # Safety
+/// `manager`: NULL or live; `level`: a valid NUL-terminated string;
+/// `cpus`: room for `capacity` ints (may be NULL when `capacity` is 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_place_cpus(
+    manager: *const PinlearnManager,
+    level: *const c_char,
+    index: c_int,
+    cpus: *mut c_int,
+    capacity: c_int,
+) -> c_int {
+    status("pinlearn_place_cpus", || {
+        // SAFETY: the caller's promises.
+        let (registrar, level) = unsafe { (registrar(manager, "pinlearn_place_cpus")?, text(level)?) };
+        let index = usize::try_from(index).map_err(|_| format!("place {index} does not exist"))?;
+        let set = registrar
+            .place_cpus(level.ok_or("level is NULL")?, index)
+            .map_err(engine_error)?;
+        let capacity = usize::try_from(capacity).unwrap_or(0);
+        if capacity > 0 && cpus.is_null() {
+            return Err("cpus is NULL".into());
+        }
+        for (i, cpu) in set.iter().take(capacity).enumerate() {
+            // SAFETY: i < capacity, and the caller gave room for capacity ints.
+            unsafe { *cpus.add(i) = cpu as c_int };
+        }
+        c_int::try_from(set.len()).map_err(|_| "too many CPUs".to_string())
+    })
 }

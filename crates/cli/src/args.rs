@@ -5,7 +5,7 @@ use pinlearn_engine::{EngineError, Metric, PolicyChoice, Settings};
 use pinlearn_experiment::{Scenario, Scheduler};
 use pinlearn_policy::Objective;
 use pinlearn_report::Output;
-use pinlearn_topology::{CpuSet, Topology};
+use pinlearn_topology::{CpuSet, Topology, TopologyError};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -127,17 +127,13 @@ impl CommonArgs {
             return Topology::detect()
                 .map_err(|e| EngineError::io("cannot read the machine topology", std::io::Error::other(e)));
         };
-        let topology = Topology::from_spec(spec).map_err(|e| EngineError::bad_input(e.to_string()))?;
-        match &self.topology_map {
-            Some(map) => topology
-                .map_onto(map)
-                .map_err(|e| EngineError::bad_input(format!("--topology-map: {e}"))),
-            None if topology.source().starts_with("xml") => Ok(topology),
-            None => Err(EngineError::bad_input(format!(
-                "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its {} PUs are",
-                topology.cpus().len()
-            ))),
-        }
+        Topology::from_spec_onto(spec, self.topology_map.as_ref()).map_err(|e| match e {
+            TopologyError::NeedsMap { pus, .. } => EngineError::bad_input(format!(
+                "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its {pus} PUs are"
+            )),
+            TopologyError::CountMismatch { .. } => EngineError::bad_input(format!("--topology-map: {e}")),
+            e => EngineError::bad_input(e.to_string()),
+        })
     }
 
     /// Overrides `settings` with the flags that were given.

@@ -72,9 +72,15 @@ pub struct HeatArgs {
     /// Time steps (each ends with a barrier)
     #[arg(long, default_value_t = heat::Options::default().steps)]
     pub steps: u32,
-    /// simple (the OS places the threads) or bound (thread i pins itself to the i-th CPU it may use)
+    /// simple (the OS places the threads), bound (thread i pins itself to the i-th CPU it may use) or bubbles (one bubble per NUMA node, placed by pinlearn inside this process)
     #[arg(long, default_value_t = heat::Options::default().mode)]
     pub mode: heat::Mode,
+    /// With --mode bubbles: place on this topology instead of the machine's (an hwloc synthetic string, needs --topology-map, or an lstopo XML file)
+    #[arg(long, value_name = "SPEC")]
+    pub topology: Option<String>,
+    /// Real CPUs the PUs of a synthetic --topology stand for, in order
+    #[arg(long, value_parser = crate::args::parse_cpus, value_name = "LIST", requires = "topology")]
+    pub topology_map: Option<pinlearn_topology::CpuSet>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -247,6 +253,8 @@ impl WorkArgs {
                 cols: a.cols,
                 steps: a.steps,
                 mode: a.mode,
+                topology: a.topology.clone(),
+                topology_map: a.topology_map.clone(),
             }),
             WorkloadArgs::Binpack(a) => Workload::Binpack(binpack::Options {
                 instance: a.instance.clone(),

@@ -22,6 +22,7 @@
 
 use crate::EngineError;
 use crate::bubbles::BubbleRules;
+use crate::declared::DeclaredBubbles;
 use crate::places::Places;
 use crate::target::{Target, ThreadInfo};
 use crate::trace::Trace;
@@ -155,6 +156,11 @@ pub struct Engine {
     bubble_of_key: BTreeMap<ThreadKey, (Option<usize>, u32)>,
     /// The bubble of every sample of this period, for the policy.
     bubble_of: Vec<Option<usize>>,
+    /// Bubbles the program declares itself (in-process API), the version
+    /// of them in `bubbles`, and the shakes asked for.
+    declared: Option<DeclaredBubbles>,
+    declared_seen: u64,
+    shakes: u64,
     notes: Vec<String>,
 }
 
@@ -186,6 +192,9 @@ impl Engine {
             bubbles: None,
             bubble_of_key: BTreeMap::new(),
             bubble_of: Vec::new(),
+            declared: None,
+            declared_seen: 0,
+            shakes: 0,
             notes: Vec::new(),
         }
     }
@@ -194,6 +203,13 @@ impl Engine {
     /// policy gets each thread's bubble in [`PeriodInput::bubbles`].
     pub fn with_bubbles(mut self, rules: BubbleRules) -> Self {
         self.bubbles = Some(rules);
+        self
+    }
+
+    /// Puts threads in the bubbles the program declares (the in-process
+    /// API), read again whenever they change.
+    pub fn with_declared_bubbles(mut self, declared: DeclaredBubbles) -> Self {
+        self.declared = Some(declared);
         self
     }
 
@@ -206,6 +222,16 @@ impl Engine {
     /// Fills `bubble_of` for this period's samples.
     fn classify(&mut self, target: &dyn Target) {
         self.bubble_of.clear();
+        if let Some(snapshot) = self
+            .declared
+            .as_ref()
+            .and_then(|d| d.snapshot_since(self.declared_seen))
+        {
+            self.declared_seen = snapshot.version;
+            self.shakes = snapshot.shakes;
+            self.bubbles = Some(snapshot.rules);
+            self.bubble_of_key.clear();
+        }
         let Some(rules) = self.bubbles.as_mut() else {
             return;
         };
@@ -279,6 +305,7 @@ impl Engine {
             bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {
                 set: rules.set(),
                 of: &self.bubble_of,
+                shakes: self.shakes,
             }),
         };
         let decision = self.policy.decide(&input);
@@ -331,10 +358,10 @@ impl Engine {
                 self.repins += 1;
             }
             *record.periods_on.entry(record.place).or_insert(0) += 1;
-            if let (Some(rules), Some(Some(bubble))) = (&self.bubbles, self.bubble_of.get(i)) {
-                let name = &rules.set().get(*bubble).name;
-                if record.bubble.as_ref() != Some(name) {
-                    record.bubble = Some(name.clone());
+            if let (Some(rules), Some(bubble)) = (&self.bubbles, self.bubble_of.get(i)) {
+                let name = bubble.map(|b| &rules.set().get(b).name);
+                if record.bubble.as_ref() != name {
+                    record.bubble = name.cloned();
                 }
             }
             if let Some(trace) = self.trace.as_mut() {

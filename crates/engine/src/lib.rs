@@ -17,6 +17,7 @@
 
 pub mod bubbles;
 pub mod config;
+pub mod declared;
 mod engine;
 mod error;
 pub mod events;
@@ -31,6 +32,7 @@ pub mod target;
 mod trace;
 
 pub use config::{Metric, PolicyChoice, Settings, format_duration, parse_duration};
+pub use declared::{BubbleId, DeclaredBubbles};
 pub use engine::{Engine, PlaceShare, ThreadSummary};
 pub use error::EngineError;
 pub use inprocess::{Manager, Registrar, Registration};

@@ -205,22 +205,36 @@ fn signal_name(sig: i32) -> String {
         .unwrap_or_else(|_| sig.to_string())
 }
 
+/// How the wait between two periods ended before its deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// The supervision ends.
+    Stop(Stop),
+    /// Take a period now (a program's bubbles are to be placed at once);
+    /// the schedule of the following periods is kept.
+    StepNow,
+}
+
 /// Runs the engine against `target` every `interval` until `wait` says
-/// stop, then restores every changed affinity. `wait(deadline)` blocks until
-/// `deadline` (returning `None`) or until something ends the supervision.
+/// stop, then restores every changed affinity. `wait(deadline, steps)`
+/// (`steps`: periods taken so far) blocks until `deadline` (returning
+/// `None`) or until something ends the supervision or wants a period now.
 pub fn drive(
     engine: &mut Engine,
     target: &mut LiveProcess,
     session: &Session,
-    mut wait: impl FnMut(Instant) -> Option<Stop>,
+    mut wait: impl FnMut(Instant, u64) -> Option<Wake>,
 ) -> Result<(Stop, Duration), EngineError> {
     let interval = session.settings.interval;
     let start = Instant::now();
     let mut next = start;
+    let mut steps = 0u64;
+    let mut early = false;
     let result = loop {
         if let Err(e) = engine.step(target, start.elapsed().as_secs_f64()) {
             break Err(e);
         }
+        steps += 1;
         // The cgroup cpuset changed: place anew within it.
         if let Some(effective) = target.take_cpuset_change()
             && let Some((places, policy)) = session.replan(&effective)
@@ -228,21 +242,25 @@ pub fn drive(
             target.set_place_cpus(places.cpus.clone());
             engine.replace_places(places, policy);
         }
-        next += interval;
-        let now = Instant::now();
-        if next < now {
-            next = now + interval;
+        if !std::mem::take(&mut early) {
+            next += interval;
+            let now = Instant::now();
+            if next < now {
+                next = now + interval;
+            }
         }
-        let stop = loop {
-            if let Some(stop) = wait(next) {
-                break Some(stop);
+        let wake = loop {
+            if let Some(wake) = wait(next, steps) {
+                break Some(wake);
             }
             if Instant::now() >= next {
                 break None;
             }
         };
-        if let Some(stop) = stop {
-            break Ok(stop);
+        match wake {
+            Some(Wake::Stop(stop)) => break Ok(stop),
+            Some(Wake::StepNow) => early = true,
+            None => {}
         }
     };
     let elapsed = start.elapsed();
@@ -350,11 +368,12 @@ fn supervise(
         .watching_cpuset();
     let cpu0 = cpu_time(false);
     let end = duration.map(|d| Instant::now() + d);
-    let driven = drive(&mut engine, &mut target, session, |deadline| {
-        match events.wait_until(end.map_or(deadline, |end| end.min(deadline))) {
+    let driven = drive(&mut engine, &mut target, session, |deadline, _| {
+        let stop = match events.wait_until(end.map_or(deadline, |end| end.min(deadline))) {
             Event::Deadline => end.is_some_and(|end| Instant::now() >= end).then_some(Stop::Duration),
             event => on_event(event),
-        }
+        };
+        stop.map(Wake::Stop)
     });
     // Every mask is back (or the journal stays for `pinlearn restore`): the
     // watchdog has nothing left to guard.

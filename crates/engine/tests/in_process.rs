@@ -29,7 +29,7 @@ fn registered_threads_are_supervised_and_restored() {
     let checked = Arc::new(Barrier::new(4));
     let workers: Vec<_> = (0..3)
         .map(|_| {
-            let (registrar, stop) = (manager.registrar(), stop.clone());
+            let (registrar, stop) = (manager.registrar().clone(), stop.clone());
             let (registered, stopped, checked) = (registered.clone(), stopped.clone(), checked.clone());
             std::thread::spawn(move || {
                 let before = get_affinity(0).unwrap();

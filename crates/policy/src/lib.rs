@@ -100,6 +100,9 @@ pub struct BubbleInput<'a> {
     /// Aligned with [`PeriodInput::threads`]: an index into `set`, or `None`
     /// for the root.
     pub of: &'a [Option<usize>],
+    /// Shakes asked for so far (a program's `shake`): a new count means
+    /// spread everything afresh, ignoring where threads are.
+    pub shakes: u64,
 }
 
 impl<'a> PeriodInput<'a> {

@@ -294,7 +294,11 @@ fn the_policy_regenerates_once_a_group_blocks() {
             progress: None,
             waiting: None,
             cores: None,
-            bubbles: Some(BubbleInput { set: &set, of: &of }),
+            bubbles: Some(BubbleInput {
+                set: &set,
+                of: &of,
+                shakes: 0,
+            }),
         })
     };
     let first = decide(0, &[]);
@@ -508,6 +512,7 @@ fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
         bubbles: Some(BubbleInput {
             set: &set,
             of: &[Some(0), Some(0)],
+            shakes: 0,
         }),
     });
     assert!(
@@ -584,4 +589,34 @@ fn a_regeneration_keeps_bubbles_where_they_were_when_that_costs_nothing() {
         first_nodes[3],
         "the test must exercise the preference: {fresh:?}"
     );
+}
+
+#[test]
+fn a_shake_spreads_afresh_as_if_nothing_were_placed() {
+    let (layout, tree, _) = machine(2, 1, &[]);
+    let set = BubbleSet::default();
+    let decide = |policy: &mut BubblesPolicy, period: u64, keys: &[u64], shakes: u64| {
+        let threads = samples(keys, &[]);
+        let of = vec![None; keys.len()];
+        policy
+            .decide(&PeriodInput {
+                bubbles: Some(BubbleInput {
+                    set: &set,
+                    of: &of,
+                    shakes,
+                }),
+                ..PeriodInput::of(period, period as f64 * 0.05, &threads)
+            })
+            .place
+    };
+    let mut policy = BubblesPolicy::new(layout.clone(), tree.clone(), GuardConfig::default());
+    decide(&mut policy, 0, &[1, 2], 0);
+    // Thread 1 ends and 3 starts: 2 keeps its core, 3 takes the other.
+    let kept = decide(&mut policy, 1, &[2, 3], 0);
+    let mut fresh = BubblesPolicy::new(layout, tree, GuardConfig::default());
+    let afresh = decide(&mut fresh, 0, &[2, 3], 0);
+    assert_ne!(kept, afresh, "the scenario must tell a sticky spread from a fresh one");
+    assert_eq!(decide(&mut policy, 2, &[2, 3], 0), kept, "no shake: nothing moves");
+    assert_eq!(decide(&mut policy, 3, &[2, 3], 1), afresh, "a shake spreads afresh");
+    assert_eq!(decide(&mut policy, 4, &[2, 3], 1), afresh, "once");
 }

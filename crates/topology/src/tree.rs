@@ -78,6 +78,10 @@ pub enum TopologyError {
     },
     #[error("a topology needs at least one node with CPUs")]
     NoNodes,
+    #[error(
+        "topology {spec:?} is synthetic: give the topology map, the real CPUs its {pus} PUs stand for (a list such as 0-{last})"
+    )]
+    NeedsMap { spec: String, pus: usize, last: usize },
     #[error("node {node} appears twice; every NUMA node index must be unique")]
     DuplicateNode { node: u32 },
     #[error("node {node} has no cores; every node needs at least one core")]
@@ -270,6 +274,24 @@ impl Topology {
     /// An existing file is read as XML; anything else as a synthetic string.
     /// A missing file that looks like a path (contains `/` or ends in `.xml`)
     /// is reported as missing rather than as a bad synthetic string.
+    /// [`Self::from_spec`], then a synthetic topology mapped onto the real
+    /// CPUs `map` ([`Self::map_onto`]); an XML file needs no map.
+    pub fn from_spec_onto(spec: &str, map: Option<&CpuSet>) -> Result<Self, TopologyError> {
+        let topology = Self::from_spec(spec)?;
+        match map {
+            Some(map) => topology.map_onto(map),
+            None if topology.source().starts_with("xml") => Ok(topology),
+            None => {
+                let pus = topology.cpus().len();
+                Err(TopologyError::NeedsMap {
+                    spec: spec.to_string(),
+                    pus,
+                    last: pus.saturating_sub(1),
+                })
+            }
+        }
+    }
+
     pub fn from_spec(spec: &str) -> Result<Self, TopologyError> {
         let path = Path::new(spec);
         if path.is_file() {

@@ -6,7 +6,10 @@
 //!   plate: rows x cols cells; row 0 held at 1.0 (the hot edge), the last row
 //!   and both side columns at 0.0; the interior rows are split into one
 //!   stripe per thread "heat-t", allocated and filled by that thread
-//!   (--mode bound: after it pinned itself to the t-th allowed CPU)
+//!   (--mode bound: after it pinned itself to the t-th allowed CPU;
+//!    --mode bubbles: after pinlearn, started inside this process, placed
+//!    it: one bubble per NUMA node holding consecutive threads, woken up
+//!    before any thread touches its stripe)
 //!
 //!   step s = 1..steps, every thread:
 //!     new[i][j] = (old[i-1][j] + old[i+1][j] + old[i][j-1] + old[i][j+1]) / 4
@@ -26,16 +29,22 @@
 //! that exchange edges share a node decide its speed on a NUMA machine. The
 //! paper ran it three ways: `simple` (no placement, the OS decides), `bound`
 //! (thread i pinned to processor i by hand) and bubbles (one bubble per node
-//! built from a topology query); here `--mode simple|bound`, and a run under
-//! `pinlearn run --policy bubbles --bubbles RULES` for the third.
+//! built from a topology query); here `--mode simple|bound|bubbles`, the
+//! third through pinlearn's in-process bubble API exactly as the paper's
+//! program did (or, unmodified, `--mode simple` under `pinlearn run --policy
+//! bubbles --bubbles RULES`).
 //!
 //! # Options
 //!
 //! `--rows N` (default 4096), `--cols N` (default 1024): 2 x 32 MiB of
-//! cells at the defaults; `--steps N` (default 300); `--mode simple|bound`.
+//! cells at the defaults; `--steps N` (default 300); `--mode
+//! simple|bound|bubbles`; with bubbles, `topology` (and `topology_map`) to
+//! place on a given topology instead of the machine's.
 
 use crate::barrier::{Barrier, SyncMode};
 use crate::common::{Common, WorkError};
+use pinlearn_engine::{BubbleId, Manager, PolicyChoice, Registration, Request, Settings};
+use pinlearn_topology::{CpuSet, Topology, TopologyError};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -50,6 +59,8 @@ pub enum Mode {
     Simple,
     /// Thread t pins itself to the t-th CPU it may run on (wrapping around).
     Bound,
+    /// One bubble per NUMA node, placed by pinlearn's in-process manager.
+    Bubbles,
 }
 
 impl Mode {
@@ -57,6 +68,7 @@ impl Mode {
         match self {
             Mode::Simple => "simple",
             Mode::Bound => "bound",
+            Mode::Bubbles => "bubbles",
         }
     }
 }
@@ -68,8 +80,9 @@ impl std::str::FromStr for Mode {
         match text {
             "simple" => Ok(Mode::Simple),
             "bound" => Ok(Mode::Bound),
+            "bubbles" => Ok(Mode::Bubbles),
             other => Err(format!(
-                "unknown heat mode \"{other}\": use simple (the OS places the threads) or bound (thread i pinned to CPU i); for bubbles run it under pinlearn run --policy bubbles"
+                "unknown heat mode \"{other}\": use simple (the OS places the threads), bound (thread i pinned to CPU i) or bubbles (one bubble per NUMA node, placed by pinlearn in this process)"
             )),
         }
     }
@@ -88,6 +101,11 @@ pub struct Options {
     pub cols: usize,
     pub steps: u32,
     pub mode: Mode,
+    /// `--mode bubbles`: place on this topology (a synthetic string or an
+    /// XML file) instead of the machine's, its PUs standing for the real
+    /// CPUs of `topology_map`.
+    pub topology: Option<String>,
+    pub topology_map: Option<CpuSet>,
 }
 
 impl Default for Options {
@@ -97,6 +115,8 @@ impl Default for Options {
             cols: 1024,
             steps: 300,
             mode: Mode::Simple,
+            topology: None,
+            topology_map: None,
         }
     }
 }
@@ -115,6 +135,67 @@ pub struct Report {
     /// CPUs the threads pinned themselves to (`bound` only), by thread.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bound_to: Vec<usize>,
+    /// `bubbles` only: each thread's bubble and the CPUs it had right
+    /// after the wake-up, by thread.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub placed: Vec<Placed>,
+}
+
+/// Where a thread of `--mode bubbles` was placed.
+#[derive(serde::Serialize, Debug, Clone, PartialEq)]
+pub struct Placed {
+    pub bubble: String,
+    pub cpus: String,
+}
+
+/// `--mode bubbles`: pinlearn's manager in this process and one bubble per
+/// NUMA node, outermost first.
+struct NodeBubbles {
+    manager: Manager,
+    bubbles: Vec<(BubbleId, String)>,
+}
+
+impl NodeBubbles {
+    fn start(opts: &Options) -> Result<Self, WorkError> {
+        let machine = match &opts.topology {
+            Some(spec) => Topology::from_spec_onto(spec, opts.topology_map.as_ref()).map_err(|e| match e {
+                TopologyError::NeedsMap { pus, .. } => WorkError::BadInput(format!(
+                    "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its {pus} PUs are"
+                )),
+                e => WorkError::BadInput(format!("--topology: {e}")),
+            })?,
+            None => Topology::detect().map_err(|e| WorkError::Affinity(e.to_string()))?,
+        };
+        let request = Request {
+            settings: Settings {
+                policy: PolicyChoice::Bubbles,
+                ..Settings::default()
+            },
+            ..Request::default()
+        };
+        let placement = |e: pinlearn_engine::EngineError| WorkError::Affinity(format!("pinlearn: {e}"));
+        let manager = Manager::start_on(&request, Registration::Explicit, &machine).map_err(|e| match e {
+            pinlearn_engine::EngineError::BadInput(message) => WorkError::BadInput(message),
+            e => placement(e),
+        })?;
+        let registrar = manager.registrar();
+        let nodes = registrar.places("node").map_err(placement)?.max(1);
+        let mut bubbles = Vec::with_capacity(nodes);
+        for node in 0..nodes {
+            let name = format!("heat node {node}");
+            let bubble = registrar.bubbles().create(Some(&name), None).map_err(placement)?;
+            if registrar.places("node").map_err(placement)? > 0 {
+                registrar.bubbles().set_burst(bubble, Some("node")).map_err(placement)?;
+            }
+            bubbles.push((bubble, name));
+        }
+        Ok(NodeBubbles { manager, bubbles })
+    }
+
+    /// The bubble of thread `t` of `threads`: consecutive threads together.
+    fn of(&self, t: usize, threads: usize) -> &(BubbleId, String) {
+        &self.bubbles[t * self.bubbles.len() / threads]
+    }
 }
 
 /// The first interior row of thread `t`'s stripe and the row after it.
@@ -188,8 +269,20 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
     }
     let cpus = match opts.mode {
         Mode::Bound => allowed_cpus()?,
-        Mode::Simple => Vec::new(),
+        Mode::Simple | Mode::Bubbles => Vec::new(),
     };
+    if opts.mode != Mode::Bubbles && opts.topology.is_some() {
+        return Err(WorkError::BadInput(
+            "--topology is for --mode bubbles (the other modes leave placement to the OS or pin by CPU number)".into(),
+        ));
+    }
+    let bubbles = match opts.mode {
+        Mode::Bubbles => Some(NodeBubbles::start(opts)?),
+        Mode::Simple | Mode::Bound => None,
+    };
+    // Every thread is in its bubble before the wake-up, and placed before
+    // it touches its stripe.
+    let (inserted, woken) = (std::sync::Barrier::new(threads), std::sync::Barrier::new(threads));
     let cols = opts.cols;
     let hot = vec![HOT; cols];
     let cold = vec![0.0; cols];
@@ -204,14 +297,36 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
         u64::from(opts.steps) * threads as u64,
     );
     let started = std::time::Instant::now();
-    let per_thread = common.spawn_workers("heat", |t| -> Result<(f64, Option<usize>), WorkError> {
+    let per_thread = common.spawn_workers("heat", |t| -> Result<(f64, Option<usize>, Option<Placed>), WorkError> {
         let bound = match opts.mode {
             Mode::Bound => {
                 let cpu = cpus[t % cpus.len()];
                 pin_to(cpu)?;
                 Some(cpu)
             }
-            Mode::Simple => None,
+            Mode::Simple | Mode::Bubbles => None,
+        };
+        let placed = match &bubbles {
+            Some(bubbles) => {
+                let registrar = bubbles.manager.registrar();
+                let (bubble, name) = bubbles.of(t, threads);
+                let joined = registrar.insert_current_thread(*bubble);
+                inserted.wait();
+                let woke = if t == 0 { registrar.wake_up(*bubble) } else { Ok(()) };
+                woken.wait();
+                joined
+                    .and(woke)
+                    .map_err(|e| WorkError::Affinity(format!("pinlearn: {e}")))?;
+                Some(Placed {
+                    bubble: name.clone(),
+                    cpus: allowed_cpus()?
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                })
+            }
+            None => None,
         };
         let (first, end) = stripe(t, threads, interior);
         // Allocated and first touched here, after pinning: the pages land
@@ -242,16 +357,24 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
             barrier.wait();
             common.work_done(1);
         }
-        Ok((old.iter().sum(), bound))
+        Ok((old.iter().sum(), bound, placed))
     })?;
     let elapsed = started.elapsed().as_secs_f64();
     common.finish();
+    if let Some(bubbles) = bubbles {
+        bubbles
+            .manager
+            .stop()
+            .map_err(|e| WorkError::Affinity(format!("pinlearn: {e}")))?;
+    }
     let mut total_heat = 0.0;
     let mut bound_to = Vec::new();
+    let mut placed = Vec::new();
     for result in per_thread {
-        let (heat, bound) = result?;
+        let (heat, bound, place) = result?;
         total_heat += heat;
         bound_to.extend(bound);
+        placed.extend(place);
     }
     if !(total_heat.is_finite() && total_heat > 0.0) {
         return Err(WorkError::WrongResult(format!(
@@ -267,6 +390,7 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
         total_heat,
         mcells_per_s: (interior * (cols - 2)) as f64 * f64::from(opts.steps) / elapsed / 1e6,
         bound_to,
+        placed,
     })
 }
 
@@ -307,6 +431,7 @@ mod tests {
             cols: 17,
             steps: 25,
             mode: Mode::Simple,
+            ..Options::default()
         };
         let expected = sequential(40, 17, 25);
         for threads in [1, 3, 4] {
@@ -329,9 +454,67 @@ mod tests {
             cols: 8,
             steps: 3,
             mode: Mode::Bound,
+            ..Options::default()
         };
         let report = heat(2, &opts);
         assert_eq!(report.bound_to, vec![cpus[0], cpus[1 % cpus.len()]]);
+    }
+
+    #[test]
+    fn bubbles_put_each_half_of_the_threads_on_its_own_node_before_the_first_touch() {
+        let cpus = allowed_cpus().unwrap();
+        assert!(cpus.len() >= 2, "needs two CPUs");
+        let map: CpuSet = cpus[..2].iter().copied().collect();
+        let opts = Options {
+            rows: 40,
+            cols: 17,
+            steps: 25,
+            mode: Mode::Bubbles,
+            topology: Some("node:2 core:1 pu:1".into()),
+            topology_map: Some(map),
+        };
+        let report = heat(4, &opts);
+        let expected = sequential(40, 17, 25);
+        assert!((report.total_heat - expected).abs() <= 1e-12 * expected);
+        let placed: Vec<(&str, &str)> = report
+            .placed
+            .iter()
+            .map(|p| (p.bubble.as_str(), p.cpus.as_str()))
+            .collect();
+        let (first, second) = (cpus[0].to_string(), cpus[1].to_string());
+        let on = |cpu: &str| -> Vec<&str> { placed.iter().filter(|(_, c)| *c == cpu).map(|(b, _)| *b).collect() };
+        assert_eq!(placed.len(), 4, "{placed:?}");
+        let (a, b) = (on(&first), on(&second));
+        assert_eq!((a.len(), b.len()), (2, 2), "two threads per node: {placed:?}");
+        assert!(
+            a[0] == a[1] && b[0] == b[1] && a[0] != b[0],
+            "one bubble per node: {placed:?}"
+        );
+        assert_eq!(
+            [placed[0].0, placed[2].0],
+            ["heat node 0", "heat node 1"],
+            "consecutive threads share a bubble"
+        );
+        // The manager stopped and put every mask back.
+        assert_eq!(allowed_cpus().unwrap(), cpus);
+    }
+
+    #[test]
+    fn a_topology_is_only_for_bubbles() {
+        let common = Common::new(2, 1, true).unwrap().without_heartbeats();
+        let opts = Options {
+            topology: Some("node:2 core:1 pu:1".into()),
+            ..Options::default()
+        };
+        let err = run(&opts, &common).unwrap_err().to_string();
+        assert!(err.contains("--topology is for --mode bubbles"), "{err}");
+        let unmapped = Options {
+            mode: Mode::Bubbles,
+            topology: Some("node:2 core:1 pu:1".into()),
+            ..Options::default()
+        };
+        let err = run(&unmapped, &common).unwrap_err().to_string();
+        assert!(err.contains("add --topology-map LIST"), "{err}");
     }
 
     #[test]

@@ -26,6 +26,11 @@ mod journal;
 mod memory;
 mod probe;
 mod tasks;
+/// The calling thread's id.
+pub fn current_tid() -> u32 {
+    nix::unistd::gettid().as_raw() as u32
+}
+
 #[cfg(test)]
 mod test_thread;
 mod waiting;

@@ -283,6 +283,10 @@ pub struct BubblesPolicy {
     threads: Vec<Tracked>,
     last_spread: Option<u64>,
     regenerations: u64,
+    /// The input's shake count at the last period, and whether the next
+    /// spread ignores where threads are.
+    shakes: u64,
+    shaken: bool,
 }
 
 impl BubblesPolicy {
@@ -301,6 +305,8 @@ impl BubblesPolicy {
             threads: Vec::new(),
             last_spread: None,
             regenerations: 0,
+            shakes: 0,
+            shaken: false,
         }
     }
 
@@ -319,8 +325,17 @@ impl BubblesPolicy {
     /// when a thread appeared, ended or changed bubble, or the set changed.
     fn reconcile(&mut self, input: &PeriodInput<'_>) -> bool {
         let empty = BubbleSet::default();
-        let BubbleInput { set, of } = input.bubbles.unwrap_or(BubbleInput { set: &empty, of: &[] });
+        let BubbleInput { set, of, shakes } = input.bubbles.unwrap_or(BubbleInput {
+            set: &empty,
+            of: &[],
+            shakes: self.shakes,
+        });
         let mut changed = false;
+        if shakes != self.shakes {
+            self.shakes = shakes;
+            self.shaken = true;
+            changed = true;
+        }
         if *set != self.bubbles {
             self.bubbles = set.clone();
             changed = true;
@@ -358,6 +373,7 @@ impl BubblesPolicy {
     }
 
     fn respread(&mut self) {
+        let shaken = std::mem::replace(&mut self.shaken, false);
         let members: Vec<Member> = self
             .threads
             .iter()
@@ -365,7 +381,7 @@ impl BubblesPolicy {
                 bubble: t.bubble,
                 load: t.load(),
                 priority: 0,
-                previous: t.place,
+                previous: if shaken { None } else { t.place },
             })
             .collect();
         let places = spread(&self.tree, &self.bubbles, &members);
