@@ -23,7 +23,8 @@
 // For `pinlearn_bubble_set_load`: the bubble weighs what its threads do.
 #define PINLEARN_LOAD_OF_THREADS -1.0
 
-// An in-process manager started by `pinlearn_start`.
+// An in-process manager started by `pinlearn_start`, or the bubble
+// channel to a pinlearn outside the program opened by `pinlearn_connect`.
 typedef struct pinlearn_manager pinlearn_manager;
 
 #ifdef __cplusplus
@@ -80,6 +81,16 @@ void pinlearn_free_string(char *s);
 // The calling thread's last error message ("" if none). Valid until the
 // next pinlearn call on this thread.
 const char *pinlearn_last_error(void);
+
+// Opens this process's bubble channel to the pinlearn that supervises it
+// from outside (`pinlearn run --policy bubbles` or `attach`): the returned
+// handle takes the `pinlearn_bubble_*` calls and topology queries as a
+// manager started in the process does (`pinlearn_register_thread` does
+// nothing: the outside pinlearn sees every thread). Declarations are
+// placed at pinlearn's next period; a wake-up does not wait.
+// `pinlearn_stop` closes the channel and returns "{}". Returns NULL on
+// error; `pinlearn_last_error()` says why.
+struct pinlearn_manager *pinlearn_connect(void);
 
 // Creates a bubble nested in `parent` (`PINLEARN_ROOT` for the root),
 // called `name` (NULL: "bubble N"). Returns its number (0, 1, ...) or -1.

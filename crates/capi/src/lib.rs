@@ -8,6 +8,8 @@
 //!   pinlearn_bubble_*(m, ..) ───────► Registrar: DeclaredBubbles (create, insert, priority,
 //!                                      burst level, load, shake), wake_up (placed at once)
 //!   pinlearn_places / _place_cpus ──► Registrar::places / place_cpus (topology queries)
+//!   pinlearn_connect() ─────────────► OutsideBubbles: the same calls, sent over the bubble
+//!                                      channel to a pinlearn supervising the program from outside
 //!   pinlearn_heartbeat(units) ──────► pinlearn_heartbeat::beat (readable from outside too)
 //!   pinlearn_stop(m) ───────────────► Manager::stop ─► summary JSON (free with pinlearn_free_string)
 //!   pinlearn_last_error() ◄───────── the calling thread's last error message
@@ -17,7 +19,8 @@
 //! a test fails when it is out of date (`PINLEARN_BLESS=1 cargo test -p
 //! pinlearn-capi` rewrites it).
 
-use pinlearn_engine::{BubbleId, EngineError, Manager, Registrar, Registration, Request, Settings};
+use pinlearn_engine::outside::OutsideBubbles;
+use pinlearn_engine::{BubbleApi, BubbleId, EngineError, Manager, Registration, Request, Settings};
 use pinlearn_topology::{CpuSet, Topology};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_double, c_int};
@@ -37,9 +40,24 @@ pub const PINLEARN_ALL_THREADS: c_int = 0;
 /// Supervise only threads that call `pinlearn_register_thread`.
 pub const PINLEARN_REGISTERED_THREADS: c_int = 1;
 
-/// An in-process manager started by `pinlearn_start`.
+/// An in-process manager started by `pinlearn_start`, or the bubble
+/// channel to a pinlearn outside the program opened by `pinlearn_connect`.
 pub struct PinlearnManager {
-    manager: Manager,
+    handle: Handle,
+}
+
+enum Handle {
+    InProcess(Manager),
+    Outside(OutsideBubbles),
+}
+
+impl PinlearnManager {
+    fn api(&self) -> &dyn BubbleApi {
+        match &self.handle {
+            Handle::InProcess(manager) => manager.registrar(),
+            Handle::Outside(outside) => outside,
+        }
+    }
 }
 
 /// Starts the manager on a thread of its own.
@@ -98,7 +116,9 @@ pub unsafe extern "C" fn pinlearn_start_on(
         manager.map_err(|e| e.to_string())
     })();
     match started {
-        Ok(manager) => Box::into_raw(Box::new(PinlearnManager { manager })),
+        Ok(manager) => Box::into_raw(Box::new(PinlearnManager {
+            handle: Handle::InProcess(manager),
+        })),
         Err(e) => {
             set_error(format!("pinlearn_start: {e}"));
             ptr::null_mut()
@@ -140,7 +160,9 @@ pub unsafe extern "C" fn pinlearn_register_thread(manager: *const PinlearnManage
     // SAFETY: the caller promises a live manager or NULL.
     match unsafe { manager.as_ref() } {
         Some(m) => {
-            m.manager.register_current_thread();
+            if let Handle::InProcess(manager) = &m.handle {
+                manager.register_current_thread();
+            }
             0
         }
         None => {
@@ -171,7 +193,12 @@ pub unsafe extern "C" fn pinlearn_stop(manager: *mut PinlearnManager) -> *mut c_
     }
     // SAFETY: the pointer came from Box::into_raw in pinlearn_start.
     let manager = unsafe { Box::from_raw(manager) };
-    match manager.manager.stop() {
+    let manager = match manager.handle {
+        Handle::InProcess(manager) => manager,
+        // Closing the channel removes it; the summary is the outside pinlearn's.
+        Handle::Outside(_) => return CString::new("{}").map(CString::into_raw).unwrap_or(ptr::null_mut()),
+    };
+    match manager.stop() {
         Ok(summary) => {
             let json = serde_json::to_string(&summary).unwrap_or_default();
             CString::new(json).map(CString::into_raw).unwrap_or(ptr::null_mut())
@@ -205,14 +232,35 @@ pub extern "C" fn pinlearn_last_error() -> *const c_char {
 /// The root of the bubble tree, as a parent for `pinlearn_bubble_create`.
 pub const PINLEARN_ROOT: c_int = -1;
 
-/// The manager's registrar, or the error to report for `function`.
+/// Opens this process's bubble channel to the pinlearn that supervises it
+/// from outside (`pinlearn run --policy bubbles` or `attach`): the returned
+/// handle takes the `pinlearn_bubble_*` calls and topology queries as a
+/// manager started in the process does (`pinlearn_register_thread` does
+/// nothing: the outside pinlearn sees every thread). Declarations are
+/// placed at pinlearn's next period; a wake-up does not wait.
+/// `pinlearn_stop` closes the channel and returns "{}". Returns NULL on
+/// error; `pinlearn_last_error()` says why.
+#[unsafe(no_mangle)]
+pub extern "C" fn pinlearn_connect() -> *mut PinlearnManager {
+    match OutsideBubbles::connect() {
+        Ok(outside) => Box::into_raw(Box::new(PinlearnManager {
+            handle: Handle::Outside(outside),
+        })),
+        Err(e) => {
+            set_error(format!("pinlearn_connect: {e}"));
+            ptr::null_mut()
+        }
+    }
+}
+
+/// The manager's bubble calls, or the error to report for `function`.
 ///
 /// # Safety
 /// `manager` must be NULL or a live manager.
-unsafe fn registrar<'a>(manager: *const PinlearnManager, function: &str) -> Result<&'a Registrar, String> {
+unsafe fn registrar<'a>(manager: *const PinlearnManager, function: &str) -> Result<&'a dyn BubbleApi, String> {
     // SAFETY: the caller promises a live manager or NULL.
     match unsafe { manager.as_ref() } {
-        Some(m) => Ok(m.manager.registrar()),
+        Some(m) => Ok(m.api()),
         None => Err(format!("{function}: manager is NULL")),
     }
 }
@@ -275,7 +323,7 @@ pub unsafe extern "C" fn pinlearn_bubble_create(
         } else {
             Some(bubble_id(parent)?)
         };
-        let id = registrar.bubbles().create(name, parent).map_err(engine_error)?;
+        let id = registrar.create(name, parent).map_err(engine_error)?;
         c_int::try_from(id.0).map_err(|_| "too many bubbles".to_string())
     })
 }
@@ -318,7 +366,6 @@ pub unsafe extern "C" fn pinlearn_bubble_insert_bubble(
         // SAFETY: the caller's promise.
         let registrar = unsafe { registrar(manager, "pinlearn_bubble_insert_bubble")? };
         registrar
-            .bubbles()
             .insert_bubble(bubble_id(bubble)?, bubble_id(child)?)
             .map_err(engine_error)?;
         Ok(0)
@@ -334,10 +381,7 @@ pub unsafe extern "C" fn pinlearn_bubble_remove_thread(manager: *const PinlearnM
     status("pinlearn_bubble_remove_thread", || {
         // SAFETY: the caller's promise.
         let registrar = unsafe { registrar(manager, "pinlearn_bubble_remove_thread")? };
-        registrar
-            .bubbles()
-            .remove_thread(thread_id(tid)?)
-            .map_err(engine_error)?;
+        registrar.remove_thread(thread_id(tid)?).map_err(engine_error)?;
         Ok(0)
     })
 }
@@ -356,7 +400,6 @@ pub unsafe extern "C" fn pinlearn_bubble_set_priority(
         // SAFETY: the caller's promise.
         let registrar = unsafe { registrar(manager, "pinlearn_bubble_set_priority")? };
         registrar
-            .bubbles()
             .set_priority(bubble_id(bubble)?, priority)
             .map_err(engine_error)?;
         Ok(0)
@@ -378,10 +421,7 @@ pub unsafe extern "C" fn pinlearn_bubble_set_burst(
     status("pinlearn_bubble_set_burst", || {
         // SAFETY: the caller's promises.
         let (registrar, level) = unsafe { (registrar(manager, "pinlearn_bubble_set_burst")?, text(level)?) };
-        registrar
-            .bubbles()
-            .set_burst(bubble_id(bubble)?, level)
-            .map_err(engine_error)?;
+        registrar.set_burst(bubble_id(bubble)?, level).map_err(engine_error)?;
         Ok(0)
     })
 }
@@ -402,10 +442,7 @@ pub unsafe extern "C" fn pinlearn_bubble_set_load(
         // SAFETY: the caller's promise.
         let registrar = unsafe { registrar(manager, "pinlearn_bubble_set_load")? };
         let load = (load != PINLEARN_LOAD_OF_THREADS).then_some(load);
-        registrar
-            .bubbles()
-            .set_load(bubble_id(bubble)?, load)
-            .map_err(engine_error)?;
+        registrar.set_load(bubble_id(bubble)?, load).map_err(engine_error)?;
         Ok(0)
     })
 }
@@ -439,7 +476,7 @@ pub unsafe extern "C" fn pinlearn_bubble_shake(manager: *const PinlearnManager) 
     status("pinlearn_bubble_shake", || {
         // SAFETY: the caller's promise.
         let registrar = unsafe { registrar(manager, "pinlearn_bubble_shake")? };
-        registrar.bubbles().shake().map_err(engine_error)?;
+        registrar.shake().map_err(engine_error)?;
         Ok(0)
     })
 }

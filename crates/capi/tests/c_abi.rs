@@ -132,20 +132,7 @@ fn c_bubbles_are_placed_one_per_node_right_after_the_wake_up() {
     let (_out, exe) = build_example("bubbles");
     // Two nodes made of the first two CPUs this test may use, so the
     // placement is checked on any machine with two CPUs.
-    let mut allowed: Vec<usize> = Vec::new();
-    let status = std::fs::read_to_string("/proc/self/status").expect("status");
-    let list = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .expect("Cpus_allowed_list")
-        .trim()
-        .to_string();
-    for part in list.split(',') {
-        let (low, high) = part.split_once('-').unwrap_or((part, part));
-        allowed.extend(low.parse::<usize>().unwrap()..=high.parse::<usize>().unwrap());
-    }
-    assert!(allowed.len() >= 2, "the test needs two CPUs, has {list}");
-    let map = format!("{},{}", allowed[0], allowed[1]);
+    let map = first_two_cpus();
     for threads in ["1", "2"] {
         let run = Command::new(&exe)
             .args([threads, "node:2 core:1 pu:1", &map])
@@ -169,6 +156,82 @@ fn c_bubbles_are_placed_one_per_node_right_after_the_wake_up() {
             "the summary names each worker's bubble: {summary}"
         );
     }
+}
+
+#[test]
+fn bubbles_declared_over_the_channel_reach_a_pinlearn_run_outside_the_program() {
+    let (_out, exe) = build_example("bubbles");
+    let pinlearn = library_dir().join("pinlearn");
+    if !pinlearn.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "pinlearn"])
+            .args(if library_dir().ends_with("release") {
+                vec!["--release"]
+            } else {
+                vec![]
+            })
+            .status()
+            .expect("cargo build");
+        assert!(status.success());
+    }
+    let map = first_two_cpus();
+    let dir = tempfile::tempdir().expect("channel dir");
+    let out = tempfile::tempdir().expect("summary dir");
+    let summary_path = out.path().join("summary.json");
+    let run = Command::new(&pinlearn)
+        .args([
+            "run",
+            "--policy",
+            "bubbles",
+            "--interval",
+            "50ms",
+            "--metric",
+            "cpu",
+            "--json",
+        ])
+        .arg(&summary_path)
+        .args(["--topology", "node:2 core:1 pu:1", "--topology-map", &map, "--"])
+        .arg(&exe)
+        .args(["2", "outside"])
+        .env("PINLEARN_HEARTBEAT_DIR", dir.path())
+        .output()
+        .expect("run pinlearn");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    // The outside handle's own summary is empty: pinlearn has the run's.
+    assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "{}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary_path).unwrap()).expect("pinlearn's summary");
+    let bubbles: std::collections::BTreeSet<String> = summary["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["bubble"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(bubbles, ["node 0", "node 1"].map(String::from).into(), "{summary}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the channel is removed when the program closes it"
+    );
+}
+
+/// The first two CPUs this test may use, as a CPU list.
+fn first_two_cpus() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list")
+        .trim()
+        .to_string();
+    let mut allowed: Vec<usize> = Vec::new();
+    for part in list.split(',') {
+        let (low, high) = part.split_once('-').unwrap_or((part, part));
+        allowed.extend(low.parse::<usize>().unwrap()..=high.parse::<usize>().unwrap());
+    }
+    assert!(allowed.len() >= 2, "the test needs two CPUs, has {list}");
+    format!("{},{}", allowed[0], allowed[1])
 }
 
 /// The last error of this thread.

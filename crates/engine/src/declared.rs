@@ -21,7 +21,9 @@
 
 use crate::EngineError;
 use crate::bubbles::BubbleRules;
+use pinlearn_heartbeat::BubbleOp;
 use pinlearn_policy::{BubbleSet, BubbleSpec, PlaceKind};
+use pinlearn_topology::CpuSet;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -256,10 +258,41 @@ impl DeclaredBubbles {
         self.lock()?.index(bubble).map(drop)
     }
 
+    /// Carries out a declaration read from a bubble channel, with the
+    /// checks of the call it stands for (a wake-up only checks its bubble:
+    /// outside the program, declarations are placed at the next period).
+    pub fn apply(&self, op: &BubbleOp) -> Result<(), EngineError> {
+        match op {
+            BubbleOp::Create { bubble, parent, name } => {
+                let made = self.create(Some(name), parent.map(BubbleId))?;
+                if made.0 != *bubble {
+                    return Err(EngineError::bad_input(format!(
+                        "bubble {name:?} was sent as number {bubble} but is number {} here",
+                        made.0
+                    )));
+                }
+                Ok(())
+            }
+            BubbleOp::InsertThread { bubble, tid } => self.insert_thread(BubbleId(*bubble), *tid),
+            BubbleOp::RemoveThread { tid } => self.remove_thread(*tid),
+            BubbleOp::InsertBubble { bubble, child } => self.insert_bubble(BubbleId(*bubble), BubbleId(*child)),
+            BubbleOp::SetPriority { bubble, priority } => self.set_priority(BubbleId(*bubble), *priority),
+            BubbleOp::SetBurst { bubble, level } => self.set_burst(BubbleId(*bubble), level.as_deref()),
+            BubbleOp::SetLoad { bubble, load } => self.set_load(BubbleId(*bubble), *load),
+            BubbleOp::Shake => self.shake(),
+            BubbleOp::WakeUp { bubble } => self.check(BubbleId(*bubble)),
+        }
+    }
+
     /// The bubble called `name`.
     pub fn find(&self, name: &str) -> Option<BubbleId> {
         let state = self.lock().ok()?;
         state.names.get(name).map(|&i| BubbleId(i as u32))
+    }
+
+    /// How many bubbles are declared (the number the next one gets).
+    pub fn count(&self) -> usize {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).bubbles.len()
     }
 
     /// The version of the declarations (bumped by every change).
@@ -299,6 +332,74 @@ impl DeclaredBubbles {
             shakes: state.shakes,
         })
     }
+}
+
+/// The bubble calls of paper 001 as a program makes them, whether the
+/// manager runs inside the program ([`crate::Registrar`]) or outside it
+/// ([`crate::outside::OutsideBubbles`], over the bubble channel).
+pub trait BubbleApi {
+    /// The declarations, checked as the manager will check them.
+    fn bubbles(&self) -> &DeclaredBubbles;
+    /// Puts thread `tid` in `bubble` (and under an in-process manager).
+    fn insert_thread(&self, bubble: BubbleId, tid: u32) -> Result<(), EngineError>;
+    /// Puts the calling thread in `bubble`.
+    fn insert_current_thread(&self, bubble: BubbleId) -> Result<(), EngineError>;
+    /// Places everything declared so far: at once in-process, at the next
+    /// period from outside.
+    fn wake_up(&self, bubble: BubbleId) -> Result<(), EngineError>;
+    /// The places of each level, outermost first (the machine is one place).
+    fn levels(&self) -> &[(PlaceKind, Vec<CpuSet>)];
+
+    fn create(&self, name: Option<&str>, parent: Option<BubbleId>) -> Result<BubbleId, EngineError> {
+        self.bubbles().create(name, parent)
+    }
+    fn remove_thread(&self, tid: u32) -> Result<(), EngineError> {
+        self.bubbles().remove_thread(tid)
+    }
+    fn insert_bubble(&self, bubble: BubbleId, child: BubbleId) -> Result<(), EngineError> {
+        self.bubbles().insert_bubble(bubble, child)
+    }
+    fn set_priority(&self, bubble: BubbleId, priority: i32) -> Result<(), EngineError> {
+        self.bubbles().set_priority(bubble, priority)
+    }
+    fn set_burst(&self, bubble: BubbleId, level: Option<&str>) -> Result<(), EngineError> {
+        self.bubbles().set_burst(bubble, level)
+    }
+    fn set_load(&self, bubble: BubbleId, load: Option<f64>) -> Result<(), EngineError> {
+        self.bubbles().set_load(bubble, load)
+    }
+    fn shake(&self) -> Result<(), EngineError> {
+        self.bubbles().shake()
+    }
+
+    /// How many places the level called `level` has (`machine`, `package`,
+    /// `die`, `l3`, `node` or `core`); 0 when the tree lacks that level.
+    fn places(&self, level: &str) -> Result<usize, EngineError> {
+        Ok(level_places(self.levels(), level)?.len())
+    }
+
+    /// The CPUs of place `index` of level `level`.
+    fn place_cpus(&self, level: &str, index: usize) -> Result<CpuSet, EngineError> {
+        let places = level_places(self.levels(), level)?;
+        places.get(index).cloned().ok_or_else(|| {
+            EngineError::bad_input(format!(
+                "level {level:?} has {} places here: {index} is not one of them",
+                places.len()
+            ))
+        })
+    }
+}
+
+/// The places of the level called `level` among `levels`.
+fn level_places<'a>(levels: &'a [(PlaceKind, Vec<CpuSet>)], level: &str) -> Result<&'a [CpuSet], EngineError> {
+    let kind = PlaceKind::from_level_name(level).ok_or_else(|| {
+        let names: Vec<&str> = PlaceKind::LEVELS.iter().map(|(_, w)| *w).collect();
+        EngineError::bad_input(format!("unknown level {level:?}: use one of {}", names.join(", ")))
+    })?;
+    Ok(levels
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(&[][..], |(_, places)| places.as_slice()))
 }
 
 impl State {

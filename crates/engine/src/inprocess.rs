@@ -15,7 +15,7 @@
 
 use crate::EngineError;
 use crate::config::PolicyChoice;
-use crate::declared::{BubbleId, DeclaredBubbles};
+use crate::declared::{BubbleApi, BubbleId, DeclaredBubbles};
 use crate::live::{Scope, ThreadStacks, get_affinity};
 use crate::session::{Request, Session};
 use crate::supervise::{Stop, Summary, Wake, cpu_time, drive};
@@ -82,32 +82,29 @@ impl Registrar {
     pub fn register(&self, tid: u32) {
         self.registered.lock().unwrap_or_else(|p| p.into_inner()).insert(tid);
     }
+}
 
-    /// The program's bubbles (refusing every call, with the reason, when
-    /// the manager does not place bubbles).
-    pub fn bubbles(&self) -> &DeclaredBubbles {
+impl BubbleApi for Registrar {
+    fn bubbles(&self) -> &DeclaredBubbles {
         &self.bubbles
     }
 
-    /// Puts thread `tid` in `bubble` and under the manager.
-    pub fn insert_thread(&self, bubble: BubbleId, tid: u32) -> Result<(), EngineError> {
+    fn insert_thread(&self, bubble: BubbleId, tid: u32) -> Result<(), EngineError> {
         self.bubbles.insert_thread(bubble, tid)?;
         self.register(tid);
         Ok(())
     }
 
-    /// Puts the calling thread in `bubble` and under the manager.
-    pub fn insert_current_thread(&self, bubble: BubbleId) -> Result<(), EngineError> {
-        let tid = crate::live::current_tid();
-        self.bubbles.insert_thread(bubble, tid)?;
+    fn insert_current_thread(&self, bubble: BubbleId) -> Result<(), EngineError> {
+        self.bubbles.insert_thread(bubble, crate::live::current_tid())?;
         self.register_current_thread();
         Ok(())
     }
 
-    /// Places the bubbles as declared so far at once: returns when the
-    /// manager has taken a period with them (threads that live shorter
-    /// than a period are placed too). `bubble` must exist.
-    pub fn wake_up(&self, bubble: BubbleId) -> Result<(), EngineError> {
+    /// Returns when the manager has taken a period with the bubbles as
+    /// declared so far (threads that live shorter than a period are placed
+    /// too); waits at most [`WAKE_UP_LIMIT`].
+    fn wake_up(&self, bubble: BubbleId) -> Result<(), EngineError> {
         self.bubbles.check(bubble)?;
         let mut control = lock(&self.control);
         if !control.running {
@@ -140,33 +137,8 @@ impl Registrar {
         }
     }
 
-    /// How many places the level called `level` has (`machine`, `package`,
-    /// `die`, `l3`, `node` or `core`); 0 when the tree lacks that level.
-    pub fn places(&self, level: &str) -> Result<usize, EngineError> {
-        Ok(self.level(level)?.map_or(0, |places| places.len()))
-    }
-
-    /// The CPUs of place `index` of level `level`.
-    pub fn place_cpus(&self, level: &str, index: usize) -> Result<CpuSet, EngineError> {
-        let places = self.level(level)?.unwrap_or(&[]);
-        places.get(index).cloned().ok_or_else(|| {
-            EngineError::bad_input(format!(
-                "level {level:?} has {} places here: {index} is not one of them",
-                places.len()
-            ))
-        })
-    }
-
-    fn level(&self, level: &str) -> Result<Option<&[CpuSet]>, EngineError> {
-        let kind = PlaceKind::from_level_name(level).ok_or_else(|| {
-            let names: Vec<&str> = PlaceKind::LEVELS.iter().map(|(_, w)| *w).collect();
-            EngineError::bad_input(format!("unknown level {level:?}: use one of {}", names.join(", ")))
-        })?;
-        Ok(self
-            .levels
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map(|(_, places)| places.as_slice()))
+    fn levels(&self) -> &[(PlaceKind, Vec<CpuSet>)] {
+        &self.levels
     }
 }
 
@@ -201,41 +173,18 @@ impl Manager {
     pub fn start_on(request: &Request, registration: Registration, machine: &Topology) -> Result<Self, EngineError> {
         let allowed = get_affinity(0).map_err(|e| EngineError::io("cannot read this process's affinity", e))?;
         let session = Session::prepare(request, &allowed, machine)?;
-        let tree = session.places.tree();
-        let tree_levels: Vec<PlaceKind> = PlaceKind::LEVELS
-            .iter()
-            .map(|&(kind, _)| kind)
-            .filter(|&kind| tree.has_level(kind))
-            .collect();
-        // For queries the machine is always one place (a tree of one node
-        // has that node at its root).
-        let levels: Vec<(PlaceKind, Vec<CpuSet>)> = PlaceKind::LEVELS
-            .iter()
-            .filter_map(|&(kind, _)| {
-                let cpus: Vec<CpuSet> = match kind {
-                    PlaceKind::Machine if !tree.has_level(kind) => vec![session.places.cpus[tree.root()].clone()],
-                    _ => tree.places_at(kind).map(|p| session.places.cpus[p].clone()).collect(),
-                };
-                (!cpus.is_empty()).then_some((kind, cpus))
-            })
-            .collect();
-        let bubbles = if session.settings.policy != PolicyChoice::Bubbles {
-            DeclaredBubbles::refusing(format!(
+        let levels = session.places.levels();
+        let bubbles = match &session.declared {
+            Some(declared) => declared.clone(),
+            None if session.settings.policy != PolicyChoice::Bubbles => DeclaredBubbles::refusing(format!(
                 "this manager's policy is {}: bubbles are placed by policy = \"bubbles\"",
                 session.settings.policy
-            ))
-        } else if let Some(path) = &request.bubbles {
-            DeclaredBubbles::refusing(format!(
-                "this manager places threads by the rules file {}: declared bubbles need a manager started without one",
-                path.display()
-            ))
-        } else {
-            DeclaredBubbles::new(Some(tree_levels))
+            )),
+            None => DeclaredBubbles::refusing(
+                "this manager places threads by its rules file: declared bubbles need a manager started without one",
+            ),
         };
-        let mut engine = session.engine()?;
-        if session.settings.policy == PolicyChoice::Bubbles && request.bubbles.is_none() {
-            engine = engine.with_declared_bubbles(bubbles.clone());
-        }
+        let engine = session.engine()?;
         let control: SharedControl = Arc::new((
             Mutex::new(Control {
                 running: true,
@@ -266,6 +215,7 @@ impl Manager {
                 // Wake-ups seen when the period now running began, and the
                 // periods taken when the wait last looked.
                 let (mut asked_at_step, mut steps_seen) = (0, 0);
+                let mut engine = engine;
                 let (stop, wall) = drive(&mut engine, &mut target, &session, |deadline, steps| {
                     let mut control = lock(&shared);
                     if steps != steps_seen {

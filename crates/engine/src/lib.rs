@@ -25,6 +25,7 @@ pub mod inprocess;
 pub mod levels;
 pub mod live;
 pub mod memory;
+pub mod outside;
 mod places;
 pub mod session;
 pub mod supervise;
@@ -32,7 +33,7 @@ pub mod target;
 mod trace;
 
 pub use config::{Metric, PolicyChoice, Settings, format_duration, parse_duration};
-pub use declared::{BubbleId, DeclaredBubbles};
+pub use declared::{BubbleApi, BubbleId, DeclaredBubbles};
 pub use engine::{Engine, PlaceShare, ThreadSummary};
 pub use error::EngineError;
 pub use inprocess::{Manager, Registrar, Registration};

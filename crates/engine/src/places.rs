@@ -64,6 +64,33 @@ impl Places {
         })
     }
 
+    /// The CPUs of the places of every level of the tree, outermost first,
+    /// for topology queries: the machine is always one place (a tree of
+    /// one node has that node at its root).
+    pub fn levels(&self) -> Vec<(PlaceKind, Vec<CpuSet>)> {
+        let tree = self.tree();
+        PlaceKind::LEVELS
+            .iter()
+            .filter_map(|&(kind, _)| {
+                let cpus: Vec<CpuSet> = match kind {
+                    PlaceKind::Machine if !tree.has_level(kind) => vec![self.cpus[tree.root()].clone()],
+                    _ => tree.places_at(kind).map(|p| self.cpus[p].clone()).collect(),
+                };
+                (!cpus.is_empty()).then_some((kind, cpus))
+            })
+            .collect()
+    }
+
+    /// The levels a bubble may open at (burst levels): those of the tree.
+    pub fn burst_levels(&self) -> Vec<PlaceKind> {
+        let tree = self.tree();
+        PlaceKind::LEVELS
+            .iter()
+            .map(|&(kind, _)| kind)
+            .filter(|&kind| tree.has_level(kind))
+            .collect()
+    }
+
     /// For every CPU number up to the highest of the places, the first core
     /// place holding it (`None`: no core place does).
     pub fn core_of_cpu(&self) -> Vec<Option<usize>> {

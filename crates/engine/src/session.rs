@@ -12,6 +12,7 @@
 use crate::EngineError;
 use crate::bubbles::BubbleRules;
 use crate::config::{Metric, PolicyChoice, Settings};
+use crate::declared::DeclaredBubbles;
 use crate::engine::Engine;
 use crate::live::resolve_metric;
 use crate::places::Places;
@@ -53,6 +54,9 @@ pub struct Session {
     pub watchdog: Option<PathBuf>,
     /// The bubbles of `--bubbles`, checked against the topology.
     pub bubbles: Option<BubbleRules>,
+    /// With the bubbles policy and no rules file: the bubbles the program
+    /// declares (in-process, or over its bubble channel from outside).
+    pub declared: Option<DeclaredBubbles>,
     /// The whole machine and `--cpus`, to place anew when a cgroup cpuset changes.
     machine: Topology,
     cpus_flag: Option<CpuSet>,
@@ -117,9 +121,12 @@ impl Session {
             }
             Some(_) => Some(topology.nodes().iter().map(|n| n.os_index).collect()),
         };
+        let places = Places::new(&topology);
+        let declared = (request.settings.policy == PolicyChoice::Bubbles && bubbles.is_none())
+            .then(|| DeclaredBubbles::new(Some(places.burst_levels())));
         Ok(Session {
             settings: request.settings.clone(),
-            places: Places::new(&topology),
+            places,
             topology,
             metric,
             notes,
@@ -127,6 +134,7 @@ impl Session {
             trace: request.trace.clone(),
             watchdog: request.watchdog.clone(),
             bubbles,
+            declared,
             machine: machine.clone(),
             cpus_flag: request.cpus.clone(),
         })
@@ -166,6 +174,9 @@ impl Session {
         let mut engine = Engine::new(self.policy(), self.places.clone(), self.settings.numa_every(), trace);
         if let Some(rules) = &self.bubbles {
             engine = engine.with_bubbles(rules.clone());
+        }
+        if let Some(declared) = &self.declared {
+            engine = engine.with_declared_bubbles(declared.clone());
         }
         Ok(match (self.settings.memory_binding, &self.memory_nodes) {
             (Some(zeta), Some(_)) => engine.with_memory_binding(zeta),

@@ -366,6 +366,9 @@ fn supervise(
         .live_target(Scope::process_tree(pid, session.settings.children))
         .with_journal(journal)
         .watching_cpuset();
+    if let Some(declared) = &session.declared {
+        target = target.with_bubble_channel(declared.clone());
+    }
     let cpu0 = cpu_time(false);
     let end = duration.map(|d| Instant::now() + d);
     let driven = drive(&mut engine, &mut target, session, |deadline, _| {
@@ -417,6 +420,13 @@ pub fn exit_code(status: std::process::ExitStatus) -> i32 {
 /// `duration`, after which it runs on unsupervised), pass its status through.
 pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) -> Result<Summary, EngineError> {
     let mut events = Events::new(None)?;
+    if session.declared.is_some() {
+        // The program's topology queries see the places pinlearn uses.
+        command.env(
+            crate::outside::LEVELS_ENV,
+            crate::outside::encode_levels(&session.places.levels()),
+        );
+    }
     let engine = session.engine()?;
     // The signals pinlearn now reads from a signalfd are blocked in this
     // thread; the program must start with none blocked.
@@ -486,5 +496,9 @@ pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) 
         },
     };
     report.exit_code = Some(exit_code(status));
+    // The program has ended: channels it did not remove (killed, or it
+    // never closed them) go with it.
+    let _ = pinlearn_heartbeat::remove_channel(pid);
+    let _ = pinlearn_heartbeat::remove_bubble_channel(pid);
     Ok(report)
 }

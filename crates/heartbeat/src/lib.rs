@@ -1,4 +1,5 @@
 //! Application progress ("heartbeats") that pinlearn reads from outside the process.
+//! (The same rules carry the bubbles a program declares: [`bubble_channel`].)
 //!
 //! Threads of an application call [`beat`] with the units of work they just
 //! finished; pinlearn, running as another process, opens the same channel with
@@ -69,9 +70,11 @@
 //! full, [`beat`] prints one warning line to stderr (once per process) and then
 //! does nothing for that process (or that thread).
 
+pub mod bubble_channel;
 mod reader;
 mod writer;
 
+pub use bubble_channel::{BubbleChannelReader, BubbleChannelWriter, BubbleOp, remove_bubble_channel};
 pub use reader::HeartbeatReader;
 pub use writer::beat;
 
@@ -126,7 +129,7 @@ pub enum HeartbeatError {
     Open { path: PathBuf, source: std::io::Error },
     #[error("cannot map heartbeat channel {path}: {source}")]
     Map { path: PathBuf, source: std::io::Error },
-    #[error("heartbeat channel {path} is not trusted: {detail}; it is ignored")]
+    #[error("channel {path} is not trusted: {detail}; it is ignored")]
     Untrusted { path: PathBuf, detail: String },
     #[error("cannot remove heartbeat channel {path}: {source}")]
     Remove { path: PathBuf, source: std::io::Error },
@@ -136,7 +139,7 @@ pub enum HeartbeatError {
         "{path} uses heartbeat layout version {found}, this build reads version {VERSION}; use matching pinlearn and application builds"
     )]
     BadVersion { path: PathBuf, found: u32 },
-    #[error("{path} is damaged: {detail}; remove the file and restart the application")]
+    #[error("channel {path} is damaged: {detail}; it is ignored")]
     Corrupt { path: PathBuf, detail: String },
 }
 

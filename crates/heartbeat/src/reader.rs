@@ -74,42 +74,9 @@ impl HeartbeatReader {
     /// writable by nobody else.
     pub fn open_in(dir: &Path, pid: u32) -> Result<Option<HeartbeatReader>, HeartbeatError> {
         let path = channel_path_in(dir, pid);
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(&path)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                let detail = "it is a symbolic link".to_string();
-                return Err(HeartbeatError::Untrusted { path, detail });
-            }
-            Err(source) => return Err(HeartbeatError::Open { path, source }),
+        let Some((file, meta)) = open_trusted(&path, pid)? else {
+            return Ok(None);
         };
-        let meta = match file.metadata() {
-            Ok(meta) => meta,
-            Err(source) => return Err(HeartbeatError::Open { path, source }),
-        };
-        if !meta.file_type().is_file() {
-            let detail = "it is not a regular file".to_string();
-            return Err(HeartbeatError::Untrusted { path, detail });
-        }
-        let expected_owner = std::fs::metadata(format!("/proc/{pid}"))
-            .map(|proc_dir| proc_dir.uid())
-            // SAFETY: geteuid cannot fail and has no preconditions.
-            .unwrap_or_else(|_| unsafe { libc::geteuid() });
-        if meta.uid() != expected_owner {
-            let detail = format!(
-                "it is owned by user {}, the process runs as user {expected_owner}",
-                meta.uid()
-            );
-            return Err(HeartbeatError::Untrusted { path, detail });
-        }
-        if meta.mode() & 0o022 != 0 {
-            let detail = format!("other users may write it (mode {:o})", meta.mode() & 0o777);
-            return Err(HeartbeatError::Untrusted { path, detail });
-        }
 
         let mut header = [0u8; HEADER_BYTES];
         let read = file.read_at(&mut header, 0).map_err(|source| HeartbeatError::Open {
@@ -211,6 +178,51 @@ impl HeartbeatReader {
         }
         Ok(())
     }
+}
+
+/// Opens the channel file at `path` of process `pid` for reading, if it
+/// exists and is trusted: a regular file (not a link, FIFO or device),
+/// owned by the user the process runs as (the owner of `/proc/PID`; this
+/// process's user when the process is gone) and writable by nobody else.
+pub(crate) fn open_trusted(path: &Path, pid: u32) -> Result<Option<(File, std::fs::Metadata)>, HeartbeatError> {
+    let path = path.to_path_buf();
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            let detail = "it is a symbolic link".to_string();
+            return Err(HeartbeatError::Untrusted { path, detail });
+        }
+        Err(source) => return Err(HeartbeatError::Open { path, source }),
+    };
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(source) => return Err(HeartbeatError::Open { path, source }),
+    };
+    if !meta.file_type().is_file() {
+        let detail = "it is not a regular file".to_string();
+        return Err(HeartbeatError::Untrusted { path, detail });
+    }
+    let expected_owner = std::fs::metadata(format!("/proc/{pid}"))
+        .map(|proc_dir| proc_dir.uid())
+        // SAFETY: geteuid cannot fail and has no preconditions.
+        .unwrap_or_else(|_| unsafe { libc::geteuid() });
+    if meta.uid() != expected_owner {
+        let detail = format!(
+            "it is owned by user {}, the process runs as user {expected_owner}",
+            meta.uid()
+        );
+        return Err(HeartbeatError::Untrusted { path, detail });
+    }
+    if meta.mode() & 0o022 != 0 {
+        let detail = format!("other users may write it (mode {:o})", meta.mode() & 0o777);
+        return Err(HeartbeatError::Untrusted { path, detail });
+    }
+    Ok(Some((file, meta)))
 }
 
 impl std::fmt::Debug for HeartbeatReader {

@@ -43,7 +43,7 @@
 
 use crate::barrier::{Barrier, SyncMode};
 use crate::common::{Common, WorkError};
-use pinlearn_engine::{BubbleId, Manager, PolicyChoice, Registration, Request, Settings};
+use pinlearn_engine::{BubbleApi, BubbleId, Manager, PolicyChoice, Registration, Request, Settings};
 use pinlearn_topology::{CpuSet, Topology, TopologyError};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -183,9 +183,9 @@ impl NodeBubbles {
         let mut bubbles = Vec::with_capacity(nodes);
         for node in 0..nodes {
             let name = format!("heat node {node}");
-            let bubble = registrar.bubbles().create(Some(&name), None).map_err(placement)?;
+            let bubble = registrar.create(Some(&name), None).map_err(placement)?;
             if registrar.places("node").map_err(placement)? > 0 {
-                registrar.bubbles().set_burst(bubble, Some("node")).map_err(placement)?;
+                registrar.set_burst(bubble, Some("node")).map_err(placement)?;
             }
             bubbles.push((bubble, name));
         }

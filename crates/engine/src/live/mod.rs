@@ -50,7 +50,9 @@ pub use waiting::{CodeKind, WaitingCode, WaitingRules};
 
 use crate::EngineError;
 use crate::config::Metric;
+use crate::declared::DeclaredBubbles;
 use crate::target::{Target, ThreadInfo};
+use pinlearn_heartbeat::{BubbleChannelReader, BubbleOp};
 use pinlearn_policy::{ThreadKey, ThreadSample};
 use pinlearn_topology::CpuSet;
 use probe::{FadingPeak, Heartbeats, Instructions, IoBytes, Schedstat, WaitingMaps};
@@ -170,6 +172,19 @@ pub struct LiveProcess {
     /// The recent peak heartbeat rate (metric `heartbeat`) or I/O rate
     /// (metric `io`) speeds are relative to.
     rate_peak: FadingPeak,
+    /// The root process's bubble channel, read into the declared bubbles.
+    bubble_channel: Option<BubbleChannel>,
+}
+
+/// The bubbles a supervised program declares over its channel.
+struct BubbleChannel {
+    declared: DeclaredBubbles,
+    reader: Option<BubbleChannelReader>,
+    /// The channel was damaged or untrusted, or a declaration refused: it
+    /// is not read again (said once).
+    ignored: bool,
+    /// Declarations of this period (reused).
+    ops: Vec<BubbleOp>,
 }
 
 /// How threads are sampled.
@@ -221,6 +236,54 @@ impl LiveProcess {
             memory_nodes: None,
             sampling: None,
             rate_peak: FadingPeak::default(),
+            bubble_channel: None,
+        }
+    }
+
+    /// Reads the bubbles the root process declares over its bubble channel
+    /// (`pinlearn_connect` in the C ABI) into `declared`, every period.
+    pub fn with_bubble_channel(mut self, declared: DeclaredBubbles) -> Self {
+        self.bubble_channel = Some(BubbleChannel {
+            declared,
+            reader: None,
+            ignored: false,
+            ops: Vec::new(),
+        });
+        self
+    }
+
+    /// New declarations of the bubble channel, if there is one to read.
+    fn read_bubble_channel(&mut self) {
+        let Some(channel) = self.bubble_channel.as_mut().filter(|c| !c.ignored) else {
+            return;
+        };
+        if channel.reader.is_none() {
+            match BubbleChannelReader::open(self.scope.root) {
+                Ok(reader) => channel.reader = reader,
+                Err(e) => {
+                    channel.ignored = true;
+                    self.notes.push(e.to_string());
+                    return;
+                }
+            }
+        }
+        let Some(reader) = channel.reader.as_mut() else {
+            return;
+        };
+        channel.ops.clear();
+        if let Err(e) = reader.read_new(&mut channel.ops) {
+            channel.ignored = true;
+            self.notes.push(e.to_string());
+        }
+        for op in &channel.ops {
+            if let Err(e) = channel.declared.apply(op) {
+                channel.ignored = true;
+                self.notes.push(format!(
+                    "bubble channel {}: a declaration was refused ({e}); the channel is ignored from now on",
+                    reader.path().display()
+                ));
+                break;
+            }
         }
     }
 
@@ -379,6 +442,7 @@ impl LiveProcess {
                 // A process that was killed could not unlink its heartbeat
                 // channel at exit; do it for it.
                 let _ = pinlearn_heartbeat::remove_channel(pid);
+                let _ = pinlearn_heartbeat::remove_bubble_channel(pid);
             }
         }
         let registered = self
@@ -689,6 +753,7 @@ impl Target for LiveProcess {
             .map_or(self.nominal_period_s, |t| now.duration_since(t).as_secs_f64());
         self.last_observe = Some(now);
 
+        self.read_bubble_channel();
         let live = self.discover();
         self.sync(&live);
         self.follow_cpuset();
