@@ -28,6 +28,7 @@ mod results;
 mod runner;
 mod workload;
 
+pub use pinlearn_experiment::LoadSession;
 pub use results::{BenchResults, BestStaticRecord, CalibrationRecord, Setup};
 pub use workload::{BenchWorkload, PRESETS, Preset};
 
@@ -119,27 +120,6 @@ impl FromStr for Matrix {
             "quick" => Ok(Matrix::Quick),
             "full" => Ok(Matrix::Full),
             other => Err(format!("unknown matrix {other:?}: use quick or full")),
-        }
-    }
-}
-
-/// Session of the background load.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoadSession {
-    /// `pinlearn load --setsid`: its own session and autogroup (another user's job).
-    Own,
-    /// The bench's session, like the workload.
-    Same,
-}
-
-impl FromStr for LoadSession {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "own" => Ok(LoadSession::Own),
-            "same" => Ok(LoadSession::Same),
-            other => Err(format!("unknown load session {other:?}: use own or same")),
         }
     }
 }
@@ -341,10 +321,7 @@ impl Plan {
             cores: cores.len(),
             cores_per_node: cores_per_node.clone(),
             load_generator: "pinlearn load (one spinning thread pinned to each CPU)".into(),
-            load_session: match options.load_session {
-                LoadSession::Own => "own".into(),
-                LoadSession::Same => "same".into(),
-            },
+            load_session: options.load_session.name().into(),
             autogroup: std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
                 .ok()
                 .map(|s| s.trim().to_string()),

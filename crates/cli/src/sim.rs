@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use clap::Args;
 use pinlearn_engine::{Metric, Settings};
-use pinlearn_experiment::Scenario;
+use pinlearn_experiment::{LoadSession, Scenario};
+use pinlearn_sim::calibrate::RealBench;
 use pinlearn_sim::{MachineParams, SimOptions, WorkloadKind, WorkloadSpec};
 use pinlearn_topology::Topology;
 
@@ -88,9 +89,17 @@ pub struct SimArgs {
     /// pipeline: queue capacity between stages, in items
     #[arg(long, default_value_t = WorkloadSpec::default().queue_capacity)]
     pub queue_capacity: u64,
-    /// Weight of the background load on a loaded core (2 = two CPU-bound threads)
-    #[arg(long, default_value_t = 2.0)]
-    pub background: f64,
+    /// Session of the background load: same (its threads compete thread against thread
+    /// with the program's) or own (another user's job: with autogroup, Linux shares a
+    /// core between the two sessions as groups first, as `pinlearn bench` loads)
+    /// [default: same; with --calibrate, the bench's]
+    #[arg(long, value_name = "SESSION")]
+    pub load_session: Option<LoadSession>,
+    /// Weight of the background load: on a loaded core with --load-session same
+    /// [default: 2, two CPU-bound threads]; of its whole session, split over the cores
+    /// it loads, with own [default: 1, one session of nice-0 threads]
+    #[arg(long, value_name = "W")]
+    pub background: Option<f64>,
     /// Remote/local memory cost ratio F: a thread with memory intensity m runs
     /// 1 + (F-1)·m times slower with its memory on another node
     #[arg(long, default_value_t = MachineParams::default().numa_factor)]
@@ -110,6 +119,11 @@ pub struct SimArgs {
     /// Runs simulated in parallel [default: the CPUs available]
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Compare the model with a real machine: simulate every cell of this `pinlearn bench --json`
+    /// file (os, static, learn) on its topology, threads and load session, and print both sides'
+    /// ratios to os (the model flags and --config, --seeds and --json apply)
+    #[arg(long, value_name = "BENCH.json")]
+    pub calibrate: Option<PathBuf>,
 }
 
 impl SimArgs {
@@ -146,6 +160,7 @@ impl SimArgs {
             core_migration_s: self.migration_cost.as_secs_f64(),
             node_migration_s: 4.0 * self.migration_cost.as_secs_f64(),
             balance_interval_s: self.balance_interval.as_secs_f64(),
+            load_session: self.load_session.unwrap_or(LoadSession::Same),
             ..MachineParams::default()
         };
         options.background_weight = self.background;
@@ -163,6 +178,9 @@ impl SimArgs {
 /// `pinlearn sim`.
 pub fn run(args: &SimArgs) -> Result<(), Failure> {
     let options = args.to_options()?;
+    if let Some(path) = &args.calibrate {
+        return calibrate(path, &options, args.load_session);
+    }
     if args.dry_run {
         let plan = options.plan()?;
         print!("{}", plan.describe(options.jobs));
@@ -175,3 +193,30 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
 #[cfg(test)]
 #[path = "sim_tests.rs"]
 mod tests;
+
+/// `pinlearn sim --calibrate BENCH.json`: the table on stdout (stderr when
+/// `--json -` takes stdout), the comparison as JSON.
+fn calibrate(path: &std::path::Path, options: &SimOptions, session: Option<LoadSession>) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::BadInput(format!("cannot read the bench file {}: {e}", path.display())))?;
+    let real = RealBench::parse(&text).map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?;
+    if let Some(output) = &options.json {
+        output.check_writable().map_err(Failure::BadInput)?;
+    }
+    let calibration =
+        pinlearn_sim::calibrate::calibrate(&real, &options.settings, &options.params, options.seeds, session)?;
+    let table = calibration.table();
+    match &options.json {
+        Some(output) => {
+            if output.is_stdout() {
+                eprint!("{table}");
+            } else {
+                print!("{table}");
+            }
+            let json = serde_json::to_string_pretty(&calibration).expect("the calibration serialises");
+            output.write(&json).map_err(|e| Failure::Runtime(e.to_string()))?;
+        }
+        None => print!("{table}"),
+    }
+    Ok(())
+}

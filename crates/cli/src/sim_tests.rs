@@ -265,3 +265,27 @@ fn the_guarded_learner_stays_near_the_os_where_the_os_is_right() {
         );
     }
 }
+
+#[test]
+fn calibration_against_the_recorded_bench_prints_both_sides_and_the_agreement() {
+    // The full matrix measured on this kind of machine (docs/results/bench-full.json).
+    let bench = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/results/bench-full.json");
+    let real = pinlearn_sim::calibrate::RealBench::parse(&std::fs::read_to_string(bench).expect("the recorded bench"))
+        .expect("parses");
+    let options = command(&["--seeds", "1"]).to_options().expect("options");
+    let calibration =
+        pinlearn_sim::calibrate::calibrate(&real, &options.settings, &options.params, 1, None).expect("calibrates");
+    assert_eq!(calibration.topology, "node:1 core:2 pu:1");
+    assert_eq!(calibration.cells.len(), 70, "7 workloads x 10 scenarios");
+    let table = calibration.table();
+    assert!(table.contains("of 70 cells agree"), "{table}");
+    // Static pinning beside another session's load loses in the model where
+    // it loses on the machine: independent work with load on half the cores.
+    let cell = calibration
+        .cells
+        .iter()
+        .find(|c| c.workload == "blackscholes" && c.scenario == "B.2")
+        .expect("blackscholes B.2");
+    let (real_static, sim_static) = cell.ratios["static"];
+    assert!(real_static.unwrap() > 1.2 && sim_static.unwrap() > 1.1, "{cell:?}");
+}

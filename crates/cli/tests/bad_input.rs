@@ -79,7 +79,15 @@ fn bad_inputs_to_bench_sim_and_demo_exit_2_before_anything_runs() {
     let bad_config = dir.path().join("bad.toml");
     std::fs::write(&bad_config, "[learn]\nobjective = \"fastest\"\n").unwrap();
     let bad_config = bad_config.to_str().unwrap();
+    let not_a_bench = dir.path().join("not-a-bench.json");
+    std::fs::write(&not_a_bench, "{\"runs\": []}").unwrap();
+    let not_a_bench = not_a_bench.to_str().unwrap();
     for (args, needle) in [
+        (
+            vec!["sim", "--calibrate", "/nonexistent/bench.json"],
+            "cannot read the bench file",
+        ),
+        (vec!["sim", "--calibrate", not_a_bench], "no \"setup\""),
         (vec!["bench", "--config", bad_config, "--workload", "aco"], "fastest"),
         (
             vec!["bench", "--config", "/nonexistent/pinlearn.toml"],

@@ -18,5 +18,5 @@ mod scenario;
 mod scheduler;
 
 pub use record::{ModelRecord, RunRecord, Summary, summarise, summary_table};
-pub use scenario::{Level, Load, LoadPhase, LoadSchedule, Scenario, ScenarioError, ScenarioListError};
+pub use scenario::{Level, Load, LoadPhase, LoadSchedule, LoadSession, Scenario, ScenarioError, ScenarioListError};
 pub use scheduler::{Scheduler, SchedulerError, SchedulerKind, interleaved};

@@ -33,6 +33,52 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+/// Session of the other program (the background load), which decides how
+/// Linux shares a loaded core. With autogroup (`sched_autogroup_enabled`,
+/// the default of most distributions) every session is a task group: the
+/// CPU is shared between groups first, and a group's weight is split over
+/// the CPUs its runnable threads are on (measured on our machine: a thread
+/// pinned beside another session's hog gets 1/3 of the core when its
+/// sibling runs on the other CPU, 1/2 without autogroup; unpinned, Linux
+/// keeps both threads off the hog's CPU). `pinlearn bench` starts its load
+/// in this session, `pinlearn sim` models it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadSession {
+    /// `pinlearn load --setsid`: its own session and autogroup (another user's job).
+    Own,
+    /// The workload's session: the load's threads compete thread against
+    /// thread with the workload's.
+    Same,
+}
+
+impl LoadSession {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadSession::Own => "own",
+            LoadSession::Same => "same",
+        }
+    }
+}
+
+impl fmt::Display for LoadSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LoadSession {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "own" => Ok(LoadSession::Own),
+            "same" => Ok(LoadSession::Same),
+            other => Err(format!("unknown load session {other:?}: use own or same")),
+        }
+    }
+}
+
 /// How many workload threads share a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Level {

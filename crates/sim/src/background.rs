@@ -5,12 +5,12 @@
 //!
 //! ```text
 //!   Scenario::load_schedule ─► LoadSchedule [(from s, loaded cores)]
-//!        │ BackgroundSchedule::from_load(schedule, cores, weight)
+//!        │ BackgroundSchedule::from_load(schedule, cores, weight, session)
 //!        ▼
 //!   BackgroundSchedule [(from s, weight of every core)] ─► SimMachine, LoadGame (averaged)
 //! ```
 
-use pinlearn_experiment::LoadSchedule;
+use pinlearn_experiment::{LoadSchedule, LoadSession};
 
 /// Background load per core over time: piecewise constant.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,17 +20,24 @@ pub struct BackgroundSchedule {
 }
 
 impl BackgroundSchedule {
-    /// `weight` on every loaded core of every phase of `schedule`, over
-    /// `cores` cores.
-    pub fn from_load(schedule: &LoadSchedule, cores: usize, weight: f64) -> Self {
+    /// The background of every phase of `schedule`, over `cores` cores: in
+    /// the program's session, `weight` on every loaded core (one entity per
+    /// core of the other program's threads); in a session of its own, the
+    /// session's group weight `weight` split evenly over the cores it loads
+    /// (Linux gives a task group one weight, shared among its CPUs).
+    pub fn from_load(schedule: &LoadSchedule, cores: usize, weight: f64, session: LoadSession) -> Self {
         let phases = schedule
             .phases()
             .iter()
             .map(|phase| {
                 let mut weights = vec![0.0; cores];
+                let per_core = match session {
+                    LoadSession::Same => weight,
+                    LoadSession::Own => weight / phase.cores.len().max(1) as f64,
+                };
                 for &core in &phase.cores {
                     if let Some(w) = weights.get_mut(core) {
-                        *w = weight;
+                        *w = per_core;
                     }
                 }
                 (phase.start_s, weights)
@@ -89,7 +96,8 @@ mod tests {
     #[test]
     fn loaded_cores_get_the_weight_and_averages_follow_the_phases() {
         let scenario: Scenario = "A.3".parse().expect("valid");
-        let schedule = BackgroundSchedule::from_load(&scenario.load_schedule(&[3, 2], 30.0, 100.0), 5, 2.0);
+        let schedule =
+            BackgroundSchedule::from_load(&scenario.load_schedule(&[3, 2], 30.0, 100.0), 5, 2.0, LoadSession::Same);
         assert_eq!(schedule.phases()[0], (0.0, vec![0.0; 5]));
         assert_eq!(schedule.phases()[1], (10.0, vec![2.0, 2.0, 0.0, 2.0, 0.0]));
         assert_eq!(schedule.phase_at(15.0), Some(1));

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pinlearn_engine::{Metric, PolicyChoice, Settings};
-use pinlearn_experiment::{RunRecord, Scenario, Scheduler, summarise, summary_table};
+use pinlearn_experiment::{LoadSession, RunRecord, Scenario, Scheduler, summarise, summary_table};
 use pinlearn_report::Output;
 use pinlearn_topology::Topology;
 use serde::Serialize;
@@ -54,8 +54,9 @@ pub struct SimOptions {
     /// What a speed sample measures; None: the settings' metric.
     pub metric: Option<Metric>,
     pub params: MachineParams,
-    /// Weight of the background load on a loaded core.
-    pub background_weight: f64,
+    /// Weight of the background load (see `Experiment::background_weight`);
+    /// None: 2 in the program's session, 1 in its own.
+    pub background_weight: Option<f64>,
     pub json: Option<Output>,
     pub plot: Option<PathBuf>,
     pub plot_scenario: Option<Scenario>,
@@ -82,7 +83,7 @@ impl SimOptions {
             settings: Settings::default(),
             metric: None,
             params: MachineParams::default(),
-            background_weight: 2.0,
+            background_weight: None,
             json: None,
             plot: None,
             plot_scenario: None,
@@ -132,11 +133,15 @@ impl SimOptions {
             return Err(bad("--seeds must be at least 1"));
         }
         let params = &self.params;
+        let background_weight = self.background_weight.unwrap_or(match params.load_session {
+            LoadSession::Same => 2.0,
+            LoadSession::Own => 1.0,
+        });
         let checks = [
             (
                 "background",
-                self.background_weight,
-                self.background_weight >= 0.0 && self.background_weight.is_finite(),
+                background_weight,
+                background_weight >= 0.0 && background_weight.is_finite(),
                 ">= 0",
             ),
             (
@@ -202,7 +207,7 @@ impl SimOptions {
                 workload: workload.clone(),
                 params,
                 settings: self.settings.clone(),
-                background_weight: self.background_weight,
+                background_weight,
             },
             scenarios,
             schedulers: self.schedulers.clone(),
@@ -244,8 +249,9 @@ impl Plan {
                 .collect();
             let schedule = scenario.load_schedule(&cores_per_node, workload.duration_s, workload.duration_s);
             text += &format!(
-                "  {scenario} ({}): CPUs {cpus}; load (weight {}) {}\n",
+                "  {scenario} ({}): CPUs {cpus}; load ({} session, weight {}) {}\n",
                 scenario.describe(),
+                experiment.params.load_session,
                 experiment.background_weight,
                 schedule.describe()
             );

@@ -63,7 +63,10 @@ pub struct Experiment {
     pub workload: WorkloadSpec,
     pub params: MachineParams,
     pub settings: Settings,
-    /// Weight of the background load on a loaded core (2 = two CPU hogs).
+    /// Weight of the background load: on a loaded core when it shares the
+    /// program's session (2 = two CPU hogs), of its whole session when it
+    /// has its own (1 = one session of nice-0 threads), see
+    /// [`MachineParams::load_session`].
     pub background_weight: f64,
 }
 
@@ -89,7 +92,8 @@ impl Experiment {
         let cores: usize = cores_per_node.iter().sum();
         let duration = self.workload.duration_s;
         let schedule = scenario.load_schedule(&cores_per_node, duration, HORIZON_FACTOR * duration);
-        let background = BackgroundSchedule::from_load(&schedule, cores, self.background_weight);
+        let background =
+            BackgroundSchedule::from_load(&schedule, cores, self.background_weight, self.params.load_session);
         let game = LoadGame {
             demands: self.workload.demands(),
             background: background.average(cores, duration),

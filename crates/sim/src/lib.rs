@@ -45,6 +45,18 @@
 //! autogroup puts on that run queue. `b = 2` is two CPU-bound threads; alone
 //! with one of our threads it takes `b / (1 + b)` of the core.
 //!
+//! **Sessions** (`MachineParams::load_session`). In the program's session
+//! (above) everything competes thread against thread. In a session of its
+//! own (autogroup, as `pinlearn bench` loads), the other program's group
+//! weight `W` is split over the `k` cores it loads (`b_j = W / k`), and the
+//! program's group (weight 1) over its cores by runnable weight:
+//!
+//! ```text
+//!   a_j = R_j / R            R_j: runnable program weight on j, R: on all cores
+//!   cpu_i = w_i / R_j · a_j / (a_j + b_j) · c_j
+//!   balancer load_j = b_j + a_j          (Linux's h_load)
+//! ```
+//!
 //! **NUMA.** A thread's memory lives on the node where it first did work
 //! (first touch). With memory intensity `m_i` ∈ [0, 1] and NUMA factor `F`
 //! (remote/local access cost), a thread running on another node progresses
@@ -94,6 +106,9 @@
 //! - `instructions`: work rate while working, full `cpu_i` while spinning or
 //!   paying a migration: busy-waiting counts as progress, as in the papers.
 //!
+//! **Calibration** ([`calibrate`]): the cells of a real `pinlearn bench`
+//! simulated on its topology, ratios side by side.
+//!
 //! **Workloads** ([`workload`]): `independent`, `barrier`, `barrier-spin`
 //! (spin-then-block with `--spin`), `pipeline`. Completion is the simulated
 //! time at which the last thread finishes.
@@ -105,6 +120,7 @@
 //! in advance and learns nothing.
 
 pub mod background;
+pub mod calibrate;
 pub mod command;
 pub mod experiment;
 pub mod game;

@@ -15,7 +15,8 @@
 //!                 balance tick   ─► periodic balancing (within nodes; across nodes every k ticks)
 //!               step h = time to the next event (chunk end, stall paid, spin end,
 //!                        phase change, balance tick, period end); rates are constant over h:
-//!                 share_i = w_i / (Σ_{runnable j on core} w_j + b_core)
+//!                 share_i = w_i / (R_core + b_core)                  same session (R: runnable weight)
+//!                         = w_i / R_core · a / (a + b_core), a = R_core / R_all   own session (groups)
 //!                 cpu_i   = share_i · cap_core                      (nominal core-seconds per second)
 //!                 work_i  = cpu_i / (1 + (F − 1) · m_i · [memory node ≠ core node])
 //!               integrate run, wait, cpu, work, instructions over h
@@ -25,6 +26,7 @@
 //! program is one runnable entity of weight `b_core` per loaded core.
 
 use pinlearn_engine::{EngineError, Places, Target, ThreadInfo};
+use pinlearn_experiment::LoadSession;
 use pinlearn_policy::{PlaceKind, ThreadKey, ThreadSample};
 use pinlearn_topology::CpuSet;
 use rand::{Rng, SeedableRng};
@@ -33,6 +35,11 @@ use serde::Serialize;
 
 use crate::background::BackgroundSchedule;
 use crate::workload::{Activity, Program, WORK_EPSILON, WorkloadSpec};
+
+/// Weight of the program's task group when its session is not the
+/// background's (autogroup): one nice-0 thread's worth, split over the
+/// cores its runnable threads are on.
+const PROGRAM_GROUP_WEIGHT: f64 = 1.0;
 
 /// Events closer than this (seconds) count as simultaneous.
 const TIME_EPSILON: f64 = 1e-9;
@@ -97,6 +104,9 @@ pub struct MachineParams {
     /// Across nodes, the same threshold on the nodes' mean loads.
     pub node_imbalance_pct: f64,
     pub metric: SimMetric,
+    /// Whether the background program is a task group of its own (another
+    /// session under autogroup) or competes thread against thread.
+    pub load_session: LoadSession,
 }
 
 impl Default for MachineParams {
@@ -111,6 +121,7 @@ impl Default for MachineParams {
             core_imbalance_pct: 1.17,
             node_imbalance_pct: 1.25,
             metric: SimMetric::Cpu,
+            load_session: LoadSession::Same,
         }
     }
 }
@@ -181,7 +192,13 @@ pub struct SimMachine {
     bg: Vec<f64>,
     program: Program,
     threads: Vec<SimThread>,
-    /// Runnable weight per core, background included.
+    /// Runnable weight of the program's threads per core (R_j).
+    runnable: Vec<f64>,
+    /// Their sum over the cores (R).
+    runnable_total: f64,
+    /// The balancer's load per core: the background's weight plus the
+    /// program's (R_j in the same session, its group's share G·R_j/R in
+    /// its own).
     load: Vec<f64>,
     now: f64,
     next_balance: f64,
@@ -269,6 +286,8 @@ impl SimMachine {
             bg: vec![0.0; m],
             program,
             threads: Vec::with_capacity(spec.threads),
+            runnable: vec![0.0; m],
+            runnable_total: 0.0,
             load: vec![0.0; m],
             now: 0.0,
             next_balance: 0.0,
@@ -286,11 +305,11 @@ impl SimMachine {
             scratch_load: vec![0.0; m],
         };
         machine.apply_background_phase();
-        let mut placed = machine.bg.clone();
+        let mut placed = vec![0.0; m];
         let mut data = spec.data_shares().into_iter();
         for index in 0..spec.threads {
             let weight = spec.weight(index);
-            let core = machine.fork_core(&placed);
+            let core = machine.fork_core(&placed, weight);
             placed[core] += weight;
             machine.threads.push(SimThread {
                 key: index as ThreadKey + 1,
@@ -426,12 +445,47 @@ impl SimMachine {
     }
 
     fn recompute_loads(&mut self) {
-        self.load.copy_from_slice(&self.bg);
+        self.runnable.iter_mut().for_each(|r| *r = 0.0);
         for (thread, task) in self.threads.iter().zip(self.program.tasks()) {
             if task.activity.runnable() {
-                self.load[thread.core] += thread.weight;
+                self.runnable[thread.core] += thread.weight;
             }
         }
+        self.runnable_total = self.runnable.iter().sum();
+        let total = self.runnable_total;
+        for core in 0..self.load.len() {
+            self.load[core] = self.bg[core] + self.program_load(self.runnable[core], total);
+        }
+    }
+
+    /// What runnable program weight `weight` on a core weighs in the
+    /// balancer's eyes when the program has `total` runnable weight: itself
+    /// in the background's session; in its own, its share of the program's
+    /// group weight (Linux's `h_load`).
+    fn program_load(&self, weight: f64, total: f64) -> f64 {
+        match self.params.load_session {
+            LoadSession::Same => weight,
+            LoadSession::Own if total > 0.0 => PROGRAM_GROUP_WEIGHT * weight / total,
+            LoadSession::Own => 0.0,
+        }
+    }
+
+    /// The share of `core` the program's threads get together (the rest
+    /// goes to the background).
+    fn program_fraction(&self, core: usize) -> f64 {
+        let program = self.program_load(self.runnable[core], self.runnable_total);
+        let whole = program + self.bg[core];
+        if whole > 0.0 { program / whole } else { 0.0 }
+    }
+
+    /// Nominal core-seconds per second thread `index` (runnable) receives.
+    fn cpu_rate(&self, index: usize) -> f64 {
+        let thread = &self.threads[index];
+        let runnable = self.runnable[thread.core];
+        if runnable <= 0.0 {
+            return 0.0;
+        }
+        thread.weight / runnable * self.program_fraction(thread.core) * self.capacity[thread.core]
     }
 
     /// 1 + (F − 1) · m · (share of the thread's accesses to data homed on
@@ -497,7 +551,7 @@ impl SimMachine {
             if !task.activity.runnable() {
                 continue;
             }
-            let cpu_rate = thread.weight / self.load[thread.core] * self.capacity[thread.core];
+            let cpu_rate = self.cpu_rate(index);
             if thread.stall_s > 0.0 {
                 h = h.min(thread.stall_s / cpu_rate);
             } else if task.activity == Activity::Work {
@@ -511,7 +565,7 @@ impl SimMachine {
 
         for core in 0..self.cores() {
             if self.bg[core] > 0.0 {
-                self.background_cpu_s[core] += self.bg[core] / self.load[core] * self.capacity[core] * h;
+                self.background_cpu_s[core] += (1.0 - self.program_fraction(core)) * self.capacity[core] * h;
             }
         }
         for index in 0..self.threads.len() {
@@ -521,7 +575,7 @@ impl SimMachine {
             }
             let core = self.threads[index].core;
             let node = self.core_node[core];
-            let share = self.threads[index].weight / self.load[core];
+            let share = self.cpu_rate(index) / self.capacity[core];
             let mut cpu = share * self.capacity[core] * h;
             self.app_cpu_s[core] += cpu;
             let slowdown = {
@@ -562,9 +616,18 @@ impl SimMachine {
 
     // ----- the modelled OS ------------------------------------------------
 
-    /// Fork placement: the node with the lowest load per capacity, then its
-    /// idlest core (ties: lowest index).
-    fn fork_core(&self, placed: &[f64]) -> usize {
+    /// Fork placement of a thread of `weight` when `placed` is the program's
+    /// weight per core so far: the node with the lowest load per capacity,
+    /// then its idlest core (ties: lowest index), loads as the balancer sees
+    /// them.
+    fn fork_core(&self, placed: &[f64], weight: f64) -> usize {
+        let total: f64 = placed.iter().sum::<f64>() + weight;
+        let placed: Vec<f64> = placed
+            .iter()
+            .zip(&self.bg)
+            .map(|(&p, &b)| b + self.program_load(p, total))
+            .collect();
+        let placed = placed.as_slice();
         let node_load = |cores: &[usize]| {
             let load: f64 = cores.iter().map(|&c| placed[c]).sum();
             let capacity: f64 = cores.iter().map(|&c| self.capacity[c]).sum();
@@ -596,15 +659,19 @@ impl SimMachine {
     /// has run.
     fn migrate(&mut self, index: usize, to: usize) {
         let runnable = self.program.tasks()[index].activity.runnable();
-        let thread = &mut self.threads[index];
-        let from = thread.core;
+        let from = self.threads[index].core;
         if from == to {
             return;
         }
         if runnable {
-            self.load[from] -= thread.weight;
-            self.load[to] += thread.weight;
+            let weight = self.threads[index].weight;
+            let moved = self.program_load(weight, self.runnable_total);
+            self.runnable[from] -= weight;
+            self.runnable[to] += weight;
+            self.load[from] -= moved;
+            self.load[to] += moved;
         }
+        let thread = &mut self.threads[index];
         let node_change = self.core_node[from] != self.core_node[to];
         if thread.has_run {
             thread.stall_s += if node_change {
@@ -649,7 +716,7 @@ impl SimMachine {
             self.totals.balancer_moves += 1;
             return;
         }
-        if self.load[prev] - thread.weight <= TIME_EPSILON {
+        if self.load[prev] - self.program_load(thread.weight, self.runnable_total) <= TIME_EPSILON {
             return;
         }
         let siblings = &self.node_cores[self.core_node[prev]];
@@ -760,7 +827,8 @@ impl SimMachine {
                     && tasks[*index].activity.runnable()
                     && self.place_cores[t.place].len() > 1
                     && self.place_allows[t.place][dst]
-                    && (self.load[dst] + t.weight) / self.capacity[dst] < src_load * (1.0 - TIME_EPSILON)
+                    && (self.load[dst] + self.program_load(t.weight, self.runnable_total)) / self.capacity[dst]
+                        < src_load * (1.0 - TIME_EPSILON)
             })
             .map(|(index, _)| index)
             .collect();

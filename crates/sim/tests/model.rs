@@ -472,3 +472,67 @@ fn learning_own_speed_ends_at_a_nash_equilibrium_within_the_bound() {
         assert!(ratio <= game.anarchy_bound() + 1e-9, "seed {seed}: ratio {ratio}");
     }
 }
+
+/// Replays what was measured on a 2-CPU machine with autogroup on
+/// (2026-11-24, docs/simulator.md, "Calibration"): two busy processes of
+/// one session beside a spinner of another session pinned to CPU 0. Pinned
+/// one per CPU, the one beside the spinner got 0.331 of its CPU and the
+/// other 0.993; left to Linux, both ran on CPU 1 (0.503 and 0.497), the
+/// spinner alone on CPU 0. The same session would give 1/2 beside it, and
+/// an OS that balances threads would keep one thread on each CPU.
+#[test]
+fn another_sessions_load_weighs_as_a_group_and_the_os_keeps_the_program_off_it() {
+    use pinlearn_experiment::LoadSession;
+    let places = places("node:1 core:2 pu:1");
+    let loaded_core_0 = || BackgroundSchedule::new(vec![(0.0, vec![1.0, 0.0])]);
+    let params = |session| MachineParams {
+        load_session: session,
+        ..exact(SimMetric::Cpu)
+    };
+    for (session, beside_the_load) in [(LoadSession::Own, 1.0 / 3.0), (LoadSession::Same, 0.5)] {
+        let workload = spec(WorkloadKind::Independent, 2, 100.0);
+        let mut machine = SimMachine::new(&places, &workload, loaded_core_0(), params(session), 1);
+        observe(&mut machine);
+        pin(&mut machine, 0, 0);
+        pin(&mut machine, 1, 1);
+        machine.advance_to(0.5);
+        observe(&mut machine);
+        machine.advance_to(1.5);
+        let speeds: Vec<f64> = observe(&mut machine).iter().map(|s| s.speed.unwrap()).collect();
+        assert!(close(speeds[0], beside_the_load, 1e-9), "{session}: pinned {speeds:?}");
+        assert!(close(speeds[1], 1.0, 1e-9), "{session}: pinned {speeds:?}");
+    }
+    let mut machine = SimMachine::new(
+        &places,
+        &spec(WorkloadKind::Independent, 2, 100.0),
+        loaded_core_0(),
+        params(LoadSession::Own),
+        1,
+    );
+    machine.advance_to(1.0);
+    assert_eq!(
+        machine.thread_cores(),
+        vec![1, 1],
+        "the OS keeps both off the loaded core"
+    );
+    let (program, background) = machine.cpu_given();
+    assert!(
+        program[0] < 1e-9 && close(background[0], 1.0, 1e-6),
+        "{program:?} {background:?}"
+    );
+    let mut machine = SimMachine::new(
+        &places,
+        &spec(WorkloadKind::Independent, 2, 100.0),
+        loaded_core_0(),
+        params(LoadSession::Same),
+        1,
+    );
+    machine.advance_to(1.0);
+    let mut cores = machine.thread_cores();
+    cores.sort_unstable();
+    assert_eq!(
+        cores,
+        vec![0, 1],
+        "thread against thread, one thread per core is balanced"
+    );
+}
