@@ -40,6 +40,20 @@ fn library_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// Builds `package` in this test's build profile.
+fn cargo_build(package: &str) {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-p", package])
+        .args(if library_dir().ends_with("release") {
+            vec!["--release"]
+        } else {
+            vec![]
+        })
+        .status()
+        .expect("cargo build");
+    assert!(status.success(), "cargo build -p {package} failed");
+}
+
 /// Builds `examples/NAME.c` against the header and this profile's
 /// libpinlearn.so; the executable lives in the returned directory.
 fn build_example(name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -47,16 +61,7 @@ fn build_example(name: &str) -> (tempfile::TempDir, PathBuf) {
     if !lib_dir.join("libpinlearn.so").exists() {
         // `cargo test` builds the cdylib of this package before its tests;
         // make sure of it so the test never depends on an earlier build.
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "pinlearn-capi"])
-            .args(if lib_dir.ends_with("release") {
-                vec!["--release"]
-            } else {
-                vec![]
-            })
-            .status()
-            .expect("cargo build");
-        assert!(status.success());
+        cargo_build("pinlearn-capi");
     }
     let out = tempfile::tempdir().expect("tempdir");
     let exe = out.path().join(name);
@@ -163,16 +168,7 @@ fn bubbles_declared_over_the_channel_reach_a_pinlearn_run_outside_the_program() 
     let (_out, exe) = build_example("bubbles");
     let pinlearn = library_dir().join("pinlearn");
     if !pinlearn.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "pinlearn"])
-            .args(if library_dir().ends_with("release") {
-                vec!["--release"]
-            } else {
-                vec![]
-            })
-            .status()
-            .expect("cargo build");
-        assert!(status.success());
+        cargo_build("pinlearn");
     }
     let map = first_two_cpus();
     let dir = tempfile::tempdir().expect("channel dir");

@@ -157,7 +157,28 @@ fn the_dry_run_describes_the_plan_and_runs_nothing() {
         "{text}"
     );
     assert!(text.contains("C.2 (1 thread per core"), "{text}");
-    assert!(text.contains("load (weight 2) from 0.0 s: cores 0-1,4-5"), "{text}");
+    assert!(
+        text.contains("load (same session, weight 2) from 0.0 s: cores 0-1,4-5"),
+        "{text}"
+    );
+    // In its own session the load weighs one group, split over the cores it loads.
+    let own = command(&[
+        "--topology",
+        "node:2 core:4 pu:1",
+        "--threads",
+        "8",
+        "--scenarios",
+        "C.2",
+        "--load-session",
+        "own",
+    ])
+    .to_options()
+    .expect("valid");
+    let text_own = own.plan().expect("valid").describe(2);
+    assert!(
+        text_own.contains("load (own session, weight 1) from 0.0 s"),
+        "{text_own}"
+    );
     assert!(text.contains("D (2 threads per core"), "{text}");
     assert!(text.contains("from 20.0 s: cores 2-3"), "{text}");
     assert!(text.contains("24 runs on 2 thread(s)"), "{text}");

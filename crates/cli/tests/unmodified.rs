@@ -241,7 +241,15 @@ fn threads_the_kernel_will_not_sample_are_scored_by_run_share() {
         .filter_map(|t| t["source"].as_str())
         .collect();
     assert!(sources.contains(&"useful"), "{sources:?}");
-    assert!(sources.contains(&"cpu"), "{sources:?}");
+    assert!(sources.iter().all(|s| *s == "useful" || *s == "cpu"), "{sources:?}");
+    // The summary lists the first 64 threads to end; on a busy machine the
+    // sampled ones may all end first (seen in a full test run), and the
+    // threads scored by run share are then among those counted, not listed.
+    let unlisted = summary["ended_not_listed"]["threads"].as_u64().unwrap_or(0);
+    assert!(
+        sources.contains(&"cpu") || unlisted > 0,
+        "no thread scored by run share, and none left unlisted: {sources:?}"
+    );
 }
 
 #[test]

@@ -238,11 +238,7 @@ impl BubbleChannelWriter {
             path: path.clone(),
             source,
         };
-        match std::fs::remove_file(&tmp) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(failed(e)),
-        }
+        crate::remove_if_present(&tmp).map_err(failed)?;
         let mut file = OpenOptions::new()
             .create_new(true)
             .append(true)

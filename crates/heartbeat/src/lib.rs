@@ -167,10 +167,14 @@ pub fn channel_path(pid: u32) -> PathBuf {
 /// A channel that does not exist is not an error.
 pub fn remove_channel(pid: u32) -> Result<(), HeartbeatError> {
     let path = channel_path(pid);
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(()),
+    remove_if_present(&path).map_err(|source| HeartbeatError::Remove { path, source })
+}
+
+/// Removes a file; one that is not there is not an error.
+pub(crate) fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(HeartbeatError::Remove { path, source }),
+        other => other,
     }
 }
 

@@ -55,11 +55,7 @@ impl Channel {
             path: path.clone(),
             source,
         };
-        match std::fs::remove_file(&tmp) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(failed(e)),
-        }
+        crate::remove_if_present(&tmp).map_err(failed)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
