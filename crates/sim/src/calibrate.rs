@@ -25,8 +25,8 @@
 use std::collections::BTreeMap;
 
 use pinlearn_engine::{PolicyChoice, Settings};
-use pinlearn_experiment::{LoadSession, Scenario, Scheduler};
-use pinlearn_report::Table;
+use pinlearn_experiment::{Load, LoadSession, Scenario, Scheduler};
+use pinlearn_report::{Table, stats};
 use pinlearn_topology::Topology;
 use serde::Serialize;
 use serde_json::Value;
@@ -64,16 +64,6 @@ pub struct RealBench {
 
 fn bad(message: impl Into<String>) -> SimError {
     SimError::BadInput(message.into())
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
 }
 
 impl RealBench {
@@ -143,7 +133,7 @@ impl RealBench {
         }
         let cells = times
             .into_iter()
-            .map(|(key, (mut values, threads))| (key, (median(&mut values), threads)))
+            .filter_map(|(key, (values, threads))| Some((key, (stats(&values)?.median, threads))))
             .collect();
         Ok(RealBench {
             cores,
@@ -322,12 +312,11 @@ pub fn calibrate(
             };
             let (real_os, threads) = real.cells[&(name.clone(), scenario_name.clone(), "os".to_string())];
             // The program's length without load at this level sizes the work.
-            let unloaded = format!("{}.1", scenario_name.split('.').next().unwrap_or("B"));
-            let unloaded = if scenario_name == "D" {
-                "B.1".to_string()
-            } else {
-                unloaded
-            };
+            let unloaded = Scenario {
+                load: Load::None,
+                ..scenario
+            }
+            .to_string();
             let Some(&(duration, _)) = real.cells.get(&(name.clone(), unloaded.clone(), "os".to_string())) else {
                 skipped.push(format!(
                     "{name} {scenario_name}: no os run of {unloaded} to size the work"
@@ -355,8 +344,8 @@ pub fn calibrate(
                         values.push(t);
                     }
                 }
-                if values.len() as u64 == seeds {
-                    sim_times.insert(label, median(&mut values));
+                if let Some(summary) = stats(&values).filter(|s| s.n as u64 == seeds) {
+                    sim_times.insert(label, summary.median);
                 }
             }
             let mut real_times: BTreeMap<&str, f64> = BTreeMap::new();
