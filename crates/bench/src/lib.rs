@@ -30,7 +30,7 @@ mod workload;
 
 pub use pinlearn_experiment::LoadSession;
 pub use results::{BenchResults, BestStaticRecord, CalibrationRecord, Setup};
-pub use workload::{BenchWorkload, PRESETS, Preset};
+pub use workload::{BenchWorkload, Launch, PRESETS, Preset};
 
 use best_static::Candidates;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -58,6 +58,11 @@ pub struct BenchOptions {
     /// The workloads report no heartbeats (`pinlearn work --no-heartbeats`):
     /// pinlearn sees them as unmodified programs.
     pub no_heartbeats: bool,
+    /// Any program as the one workload instead of the presets (a command
+    /// line, split as a shell would).
+    pub command: Option<String>,
+    /// The environment variable that tells `command` its thread count.
+    pub threads_env: String,
     /// None: the matrix's (or os, static, learn).
     pub schedulers: Option<Vec<Scheduler>>,
     /// None: the matrix's (or the quick matrix).
@@ -87,6 +92,8 @@ impl Default for BenchOptions {
             workload_args: None,
             scale: None,
             no_heartbeats: false,
+            command: None,
+            threads_env: "OMP_NUM_THREADS".into(),
             schedulers: None,
             scenarios: None,
             matrix: None,
@@ -149,6 +156,20 @@ impl BenchError {
 /// `pinlearn bench --dry-run` prints [`BenchPlan::describe`].
 pub fn plan(options: &BenchOptions, pinlearn_exe: &Path) -> Result<BenchPlan, BenchError> {
     Plan::new(options, pinlearn_exe).map(BenchPlan)
+}
+
+/// `program` names an executable file: a path, or a name found in PATH (as
+/// the shell and `Command` look it up).
+fn runnable_program(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &Path| {
+        path.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
 }
 
 /// A checked bench, ready to run.
@@ -223,10 +244,33 @@ struct Traces {
 
 impl Plan {
     fn new(options: &BenchOptions, exe: &Path) -> Result<Self, BenchError> {
-        let mut workloads = workload::select(&options.workloads, options.workload_args.as_deref(), options.scale)?;
+        let mut workloads = match &options.command {
+            Some(command) => {
+                if !options.workloads.is_empty() || options.workload_args.is_some() || options.scale.is_some() {
+                    return Err(BenchError::BadInput(
+                        "--command runs one program of your own: drop --workload, --workload-args and --scale \
+                         (size the program's work with its own arguments)"
+                            .into(),
+                    ));
+                }
+                let workload = BenchWorkload::command(command, &options.threads_env)?;
+                if let Launch::Command { argv, .. } = &workload.launch
+                    && !runnable_program(&argv[0])
+                {
+                    return Err(BenchError::BadInput(format!(
+                        "--command: {} is not a program here (give its path, or a name found in PATH)",
+                        argv[0]
+                    )));
+                }
+                vec![workload]
+            }
+            None => workload::select(&options.workloads, options.workload_args.as_deref(), options.scale)?,
+        };
         if options.no_heartbeats {
             for workload in &mut workloads {
-                workload.args.push("--no-heartbeats".into());
+                if let Launch::Work(args) = &mut workload.launch {
+                    args.push("--no-heartbeats".into());
+                }
             }
         }
         let scenarios = match (&options.scenarios, options.matrix) {
@@ -250,6 +294,13 @@ impl Plan {
                 policy(PolicyChoice::Learn),
             ],
         };
+        if options.command.is_some() && schedulers.contains(&Scheduler::BEST_STATIC) {
+            return Err(BenchError::BadInput(
+                "best-static pins a workload's threads by their names, which a --command's threads need not have \
+                 apart: use static (one thread per core, round robin) with --command"
+                    .into(),
+            ));
+        }
         if scenarios.is_empty() || schedulers.is_empty() {
             return Err(BenchError::BadInput(
                 "nothing to run: give at least one scenario and one scheduler".into(),
@@ -365,11 +416,16 @@ impl Plan {
             .count();
         let mut estimate = 0.0;
         let mut runs = 0;
+        let mut unknown = Vec::new();
         for workload in &self.workloads {
             text += &format!("{}: {}\n", workload.name, workload.command_line());
+            if workload.expected_s.is_none() {
+                text += "  (its run length is measured by its calibration run: load times below are for a 1 s run)\n";
+                unknown.push(workload.name.as_str());
+            }
             for scenario in &self.scenarios {
                 let threads = scenario.threads_for(cores);
-                let nominal = workload.expected_s;
+                let nominal = workload.expected_s.unwrap_or(1.0);
                 let schedule = scenario.load_schedule(&self.cores_per_node, nominal, 20.0 * nominal);
                 let shown: Vec<String> = schedule
                     .phases()
@@ -401,17 +457,24 @@ impl Plan {
                         0
                     };
                 runs += cell_runs;
-                estimate += cell_runs as f64 * nominal;
+                estimate += cell_runs as f64 * workload.expected_s.unwrap_or(0.0);
             }
             let levels: BTreeSet<Level> = self.scenarios.iter().map(|s| s.level).collect();
             runs += levels.len();
-            estimate += levels.len() as f64 * workload.expected_s;
+            estimate += levels.len() as f64 * workload.expected_s.unwrap_or(0.0);
         }
-        text += &format!(
-            "{runs} runs at most (calibration included), about {} of run time without load \
-             (preset times measured on 2 cores; loaded runs take longer)\n",
-            pinlearn_engine::format_duration(Duration::from_secs(estimate.round() as u64))
-        );
+        let time = pinlearn_engine::format_duration(Duration::from_secs(estimate.round() as u64));
+        text += &if unknown.is_empty() {
+            format!(
+                "{runs} runs at most (calibration included), about {time} of run time without load \
+                 (preset times measured on 2 cores; loaded runs take longer)\n"
+            )
+        } else {
+            format!(
+                "{runs} runs at most (calibration included); their time depends on how long {} runs\n",
+                unknown.join(", ")
+            )
+        };
         text
     }
 

@@ -9,10 +9,12 @@
 //!        ▼
 //!   managed:  pinlearn run --policy P [--objective O] [--metric M] --json SUMMARY [--cpus L] [--trace F]
 //!                 -- pinlearn work W ARGS --threads N --json - --quiet
-//!   unmanaged: pinlearn work W ARGS --threads N --json - --quiet (within --cpus)
+//!              (--command: -- CMD ARGS with THREADS_ENV=N; its stdout is dropped)
+//!   unmanaged: pinlearn work W ARGS --threads N --json - --quiet (within --cpus), or CMD ARGS
 //!              + watch_threads() in a bench thread: pins best-static's threads by name,
 //!                or, without pins (calibration), learns the worker threads' names
-//!        │ stdout: the workload's JSON (wall_s); SUMMARY: run's JSON (manager_cpu_s, threads)
+//!        │ stdout: the workload's JSON (wall_s; a command's is its start-to-exit time);
+//!        │ SUMMARY: run's JSON (manager_cpu_s, threads)
 //!        │ wait4(): CPU time of the whole process tree
 //!        ▼
 //!   Measured { wall_s, mean_speed, manager_cpu_s, workload_cpu_s = tree - manager, worker names }
@@ -22,7 +24,7 @@
 
 use crate::BenchError;
 use crate::best_static::watch_threads;
-use crate::workload::BenchWorkload;
+use crate::workload::{BenchWorkload, Launch};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pinlearn_engine::live::{AffinityMask, end_with_caller};
@@ -112,16 +114,31 @@ impl Runner {
     }
 
     fn run_workload(&self, spec: &RunSpec<'_>) -> Result<Measured, String> {
-        let mut work_args: Vec<String> = vec!["work".into()];
-        work_args.extend(spec.workload.args.iter().cloned());
-        work_args.extend([
-            "--threads".into(),
-            spec.threads.to_string(),
-            "--json".into(),
-            "-".into(),
-            "--quiet".into(),
-        ]);
-        let mut command = Command::new(&self.exe);
+        // The workload's command line: `pinlearn work ...` reporting JSON on
+        // stdout, or the user's program told its threads in the environment.
+        let (program, program_args): (&Path, Vec<String>) = match &spec.workload.launch {
+            Launch::Work(args) => {
+                let mut work_args: Vec<String> = vec!["work".into()];
+                work_args.extend(args.iter().cloned());
+                work_args.extend([
+                    "--threads".into(),
+                    spec.threads.to_string(),
+                    "--json".into(),
+                    "-".into(),
+                    "--quiet".into(),
+                ]);
+                (&self.exe, work_args)
+            }
+            Launch::Command { argv, .. } => (Path::new(&argv[0]), argv[1..].to_vec()),
+        };
+        let external = matches!(spec.workload.launch, Launch::Command { .. });
+        let mut command = Command::new(match spec.placement {
+            Placement::Managed(_) => &self.exe,
+            Placement::Unmanaged(_) => program,
+        });
+        if let Launch::Command { threads_env, .. } = &spec.workload.launch {
+            command.env(threads_env, spec.threads.to_string());
+        }
         let summary_file =
             tempfile::NamedTempFile::new().map_err(|e| format!("cannot create a temporary file: {e}"))?;
         match spec.placement {
@@ -140,10 +157,10 @@ impl Runner {
                 if let Some(config) = &self.config {
                     command.arg("--config").arg(config);
                 }
-                command.arg("--").arg(&self.exe).args(&work_args);
+                command.arg("--").arg(program).args(&program_args);
             }
             Placement::Unmanaged(_) => {
-                command.args(&work_args);
+                command.args(&program_args);
                 if let Some(cpus) = &self.cpus {
                     let mask = AffinityMask::new(cpus).map_err(|e| format!("CPUs {cpus}: {e}"))?;
                     // SAFETY: the hook runs in the child between fork and exec and
@@ -160,12 +177,16 @@ impl Runner {
             .map_err(|e| format!("cannot duplicate a temporary file: {e}"))?;
         // A bench that is killed takes its run with it.
         end_with_caller(&mut command);
+        // A program of the user's writes what it likes: only `pinlearn
+        // work`'s stdout is read.
+        let stdout = if external { Stdio::null() } else { Stdio::piped() };
+        let started = Instant::now();
         let mut child = command
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(stdout)
             .stderr(Stdio::from(stderr))
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
+            .map_err(|e| format!("cannot start {}: {e}", command.get_program().to_string_lossy()))?;
         let pid = child.id();
 
         let stop_watcher = AtomicBool::new(false);
@@ -181,11 +202,12 @@ impl Runner {
                 .map(|mut out| out.read_to_string(&mut output))
                 .transpose();
             let waited = wait_with_usage(pid);
+            let elapsed = started.elapsed();
             stop_watcher.store(true, Ordering::Relaxed);
             let watched = watcher.map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-            (read.map(|_| output), waited, watched)
+            (read.map(|_| output), waited.map(|w| (w, elapsed)), watched)
         });
-        let (status, tree_cpu) = waited.map_err(|e| format!("cannot wait for the workload: {e}"))?;
+        let ((status, tree_cpu), elapsed) = waited.map_err(|e| format!("cannot wait for the workload: {e}"))?;
         let output = output.map_err(|e| format!("cannot read the workload's output: {e}"))?;
         if status != 0 {
             let mut text = String::new();
@@ -201,18 +223,11 @@ impl Runner {
         let watched = watched
             .transpose()
             .map_err(|e| format!("best-static pinning failed: {e}"))?;
-        let documents: Vec<Value> = serde_json::Deserializer::from_str(&output)
-            .into_iter::<Value>()
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("unreadable JSON on stdout ({e})"))?;
-        let report = documents
-            .iter()
-            .find(|d| d.get("workload").is_some())
-            .ok_or("the workload printed no JSON report")?;
-        let wall_s = report
-            .get("wall_s")
-            .and_then(Value::as_f64)
-            .ok_or("the workload's report has no wall_s")?;
+        let wall_s = if external {
+            elapsed.as_secs_f64()
+        } else {
+            work_wall_s(&output)?
+        };
         match spec.placement {
             Placement::Unmanaged(_) => {
                 let watched = watched.unwrap_or_default();
@@ -236,6 +251,23 @@ impl Runner {
             }
         }
     }
+}
+
+/// The completion time `pinlearn work --json -` reported on stdout (the
+/// first thread's start to the last join).
+fn work_wall_s(output: &str) -> Result<f64, String> {
+    let documents: Vec<Value> = serde_json::Deserializer::from_str(output)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("unreadable JSON on stdout ({e})"))?;
+    let report = documents
+        .iter()
+        .find(|d| d.get("workload").is_some())
+        .ok_or("the workload printed no JSON report")?;
+    report
+        .get("wall_s")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| "the workload's report has no wall_s".to_string())
 }
 
 /// The fields of a `pinlearn run --json` summary the bench uses.

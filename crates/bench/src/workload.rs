@@ -99,18 +99,69 @@ pub const PRESETS: [Preset; 8] = [
 /// One workload of a bench, ready to run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchWorkload {
-    /// The preset name (`aco-spin`), used in tables and file names.
+    /// The preset name (`aco-spin`), or the command's program name, used in
+    /// tables and file names.
     pub name: String,
-    /// Arguments after `pinlearn work`, starting with the workload subcommand.
-    pub args: Vec<String>,
-    /// The preset's expected seconds per run times `--scale`.
-    pub expected_s: f64,
+    pub launch: Launch,
+    /// The preset's expected seconds per run times `--scale`; unknown for a
+    /// command until its calibration run.
+    pub expected_s: Option<f64>,
+}
+
+/// How a workload is started.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Launch {
+    /// `pinlearn work ARGS`: arguments starting with the workload subcommand;
+    /// it reports its own completion time.
+    Work(Vec<String>),
+    /// Any program (`--command`), told its thread count through the
+    /// environment variable `threads_env`; its completion time is the wall
+    /// time from its start to its exit.
+    Command { argv: Vec<String>, threads_env: String },
 }
 
 impl BenchWorkload {
     /// The command a user would type, for tables and docs.
     pub fn command_line(&self) -> String {
-        format!("pinlearn work {}", self.args.join(" "))
+        match &self.launch {
+            Launch::Work(args) => format!("pinlearn work {}", args.join(" ")),
+            Launch::Command { argv, threads_env } => format!("{threads_env}=THREADS {}", shell_words::join(argv)),
+        }
+    }
+
+    /// The program given with `--command CMD`, its thread count passed in
+    /// `threads_env` (e.g. `OMP_NUM_THREADS`).
+    pub fn command(command: &str, threads_env: &str) -> Result<Self, BenchError> {
+        let argv = shell_words::split(command)
+            .map_err(|e| BenchError::BadInput(format!("--command {command:?}: {e} (quote as in a shell)")))?;
+        let Some(program) = argv.first() else {
+            return Err(BenchError::BadInput(
+                "--command is empty: give the program and its arguments, e.g. --command \"./solver input.txt\"".into(),
+            ));
+        };
+        let valid_name = threads_env
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| b == b'_' || b.is_ascii_alphabetic() || (i > 0 && b.is_ascii_digit()));
+        if threads_env.is_empty() || !valid_name {
+            return Err(BenchError::BadInput(format!(
+                "--threads-env {threads_env:?} is not an environment variable name (letters, digits and _, \
+                 not starting with a digit; e.g. OMP_NUM_THREADS)"
+            )));
+        }
+        let name = std::path::Path::new(program)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| program.clone());
+        Ok(BenchWorkload {
+            name,
+            launch: Launch::Command {
+                argv,
+                threads_env: threads_env.to_string(),
+            },
+            expected_s: None,
+        })
     }
 }
 
@@ -161,8 +212,8 @@ pub fn select(
         args.extend(own);
         chosen.push(BenchWorkload {
             name: name.to_string(),
-            args,
-            expected_s: preset.expected_s * scale.unwrap_or(1.0),
+            launch: Launch::Work(args),
+            expected_s: Some(preset.expected_s * scale.unwrap_or(1.0)),
         });
     }
     Ok(chosen)
@@ -203,6 +254,13 @@ fn split_args(text: &str) -> Result<Vec<String>, BenchError> {
 mod tests {
     use super::*;
 
+    fn args(workload: &BenchWorkload) -> &[String] {
+        match &workload.launch {
+            Launch::Work(args) => args,
+            Launch::Command { .. } => panic!("{} is a command, not a pinlearn workload", workload.name),
+        }
+    }
+
     #[test]
     fn every_preset_by_default_in_order() {
         let all = select(&[], None, None).expect("presets");
@@ -220,7 +278,7 @@ mod tests {
                 "heat"
             ]
         );
-        assert_eq!(all[1].args[0], "aco");
+        assert_eq!(args(&all[1])[0], "aco");
         assert_eq!(
             all[1].command_line(),
             "pinlearn work aco --iterations 2400 --sync spin-then-block"
@@ -230,28 +288,36 @@ mod tests {
     #[test]
     fn workload_args_replace_the_preset_arguments() {
         let chosen = select(&["aco-spin".into()], Some("  --iterations 20   --ants 8 "), None).expect("valid");
-        assert_eq!(chosen[0].args, ["aco", "--iterations", "20", "--ants", "8"]);
+        assert_eq!(args(&chosen[0]), ["aco", "--iterations", "20", "--ants", "8"]);
     }
 
     #[test]
     fn scale_multiplies_the_work_of_every_preset() {
         let all = select(&[], None, Some(2.5)).expect("presets");
         for (workload, preset) in all.iter().zip(&PRESETS) {
-            let at = workload
-                .args
+            let at = args(workload)
                 .iter()
                 .position(|a| a == preset.work)
                 .expect("work argument")
                 + 1;
             let before: f64 = preset.args[at - 1].parse().unwrap();
-            assert_eq!(workload.args[at], (before * 2.5).round().to_string(), "{}", preset.name);
+            assert_eq!(
+                args(workload)[at],
+                (before * 2.5).round().to_string(),
+                "{}",
+                preset.name
+            );
             // Everything else is the preset's.
-            let mut rest = workload.args[1..].to_vec();
+            let mut rest = args(workload)[1..].to_vec();
             rest[at - 1] = preset.args[at - 1].to_string();
             assert_eq!(rest, preset.args, "{}", preset.name);
         }
         let tiny = select(&["aco".into()], None, Some(1e-9)).expect("valid");
-        assert_eq!(tiny[0].args, ["aco", "--iterations", "1"], "at least one unit of work");
+        assert_eq!(
+            args(&tiny[0]),
+            ["aco", "--iterations", "1"],
+            "at least one unit of work"
+        );
     }
 
     #[test]
@@ -273,6 +339,41 @@ mod tests {
         ] {
             let err = select(&names, args, scale).expect_err(needle);
             assert!(matches!(err, BenchError::BadInput(_)));
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_command_is_split_as_a_shell_would_and_named_by_its_program() {
+        let workload = BenchWorkload::command("target/omp/omp_stencil 512 '12 000'", "OMP_NUM_THREADS").expect("valid");
+        assert_eq!(workload.name, "omp_stencil");
+        assert_eq!(
+            workload.launch,
+            Launch::Command {
+                argv: vec!["target/omp/omp_stencil".into(), "512".into(), "12 000".into()],
+                threads_env: "OMP_NUM_THREADS".into(),
+            }
+        );
+        assert_eq!(
+            workload.command_line(),
+            "OMP_NUM_THREADS=THREADS target/omp/omp_stencil 512 '12 000'"
+        );
+        assert_eq!(workload.expected_s, None);
+    }
+
+    #[test]
+    fn a_bad_command_or_variable_name_is_bad_input() {
+        for (command, variable, needle) in [
+            ("", "OMP_NUM_THREADS", "empty"),
+            ("   ", "OMP_NUM_THREADS", "empty"),
+            ("./solver 'unclosed", "OMP_NUM_THREADS", "quote"),
+            ("./solver", "", "environment variable name"),
+            ("./solver", "1THREADS", "environment variable name"),
+            ("./solver", "OMP NUM", "environment variable name"),
+            ("./solver", "N=4", "environment variable name"),
+        ] {
+            let err = BenchWorkload::command(command, variable).expect_err(needle);
+            assert!(err.is_bad_input());
             assert!(err.to_string().contains(needle), "{err}");
         }
     }

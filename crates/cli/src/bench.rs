@@ -30,6 +30,13 @@ pub struct BenchArgs {
     /// The workloads report no heartbeats (pinlearn sees them as unmodified programs)
     #[arg(long)]
     pub no_heartbeats: bool,
+    /// Run this program as the one workload, e.g. "./solver input.txt" (quoted as in a
+    /// shell); its completion time is its run from start to exit
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["workload", "workload_args", "scale"])]
+    pub command: Option<String>,
+    /// The environment variable that tells --command its number of threads
+    #[arg(long, value_name = "NAME", default_value = "OMP_NUM_THREADS", requires = "command")]
+    pub threads_env: String,
     /// Schedulers, comma-separated: os, static, learn[:OBJECTIVE], best-static, each but
     /// best-static with an optional @METRIC [default: os,static,learn; --matrix quick
     /// os,learn; full adds best-static]
@@ -83,6 +90,8 @@ impl BenchArgs {
             workload_args: self.workload_args.clone(),
             scale: self.scale,
             no_heartbeats: self.no_heartbeats,
+            command: self.command.clone(),
+            threads_env: self.threads_env.clone(),
             schedulers: self.schedulers.clone().map(|list| list.0),
             scenarios: self.scenarios.clone().map(|list| list.0),
             matrix: self.matrix,
@@ -164,6 +173,24 @@ mod tests {
         ] {
             let err = parse(&args).expect_err(needle).to_string();
             assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_command_replaces_the_presets_and_names_its_thread_variable() {
+        let options = parse(&["--command", "./solver 'a b'", "--threads-env", "NTHREADS"])
+            .expect("valid")
+            .to_options();
+        assert_eq!(options.command.as_deref(), Some("./solver 'a b'"));
+        assert_eq!(options.threads_env, "NTHREADS");
+        let default = parse(&["--command", "./solver"]).expect("valid").to_options();
+        assert_eq!(default.threads_env, "OMP_NUM_THREADS");
+        for args in [
+            vec!["--command", "./solver", "--workload", "aco"],
+            vec!["--command", "./solver", "--scale", "2"],
+            vec!["--threads-env", "NTHREADS"],
+        ] {
+            assert!(parse(&args).is_err(), "{args:?}");
         }
     }
 }

@@ -205,3 +205,85 @@ fn no_heartbeats_reaches_every_workload_command() {
     assert_eq!(commands.len(), 2, "{text}");
     assert!(commands.iter().all(|l| l.ends_with("--no-heartbeats")), "{text}");
 }
+
+#[test]
+fn a_command_runs_as_the_workload_told_its_threads_and_timed_start_to_exit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("threads.log");
+    let script = dir.path().join("solver.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$NTHREADS $1\" >> '{}'\nsleep 0.3\necho noise on stdout\n",
+            log.display()
+        ),
+    )
+    .expect("script written");
+    let json_path = dir.path().join("bench.json");
+    let command = format!("sh {} 'an argument'", script.display());
+    bench(&[
+        "--command",
+        &command,
+        "--threads-env",
+        "NTHREADS",
+        "--scenarios",
+        "C.1",
+        "--schedulers",
+        "os,static",
+        "--repeat",
+        "2",
+        "--json",
+        json_path.to_str().expect("utf-8 path"),
+        "--quiet",
+    ]);
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json written")).expect("valid JSON");
+    let runs = doc["runs"].as_array().expect("runs is a list");
+    assert_eq!(runs.len(), 2 * 2);
+    let threads = runs[0]["threads"].as_u64().expect("threads");
+    for r in runs {
+        assert_eq!(text(r, "workload"), "sh");
+        // Start to exit: the program sleeps 0.3 s, and the manager's start
+        // and end add little.
+        let completion = number(r, "completion_s");
+        assert!((0.3..5.0).contains(&completion), "{r}");
+        assert_eq!(r["threads"].as_u64(), Some(threads));
+    }
+    // Every run, the calibration's too, got its thread count and its argument.
+    let lines: Vec<String> = std::fs::read_to_string(&log)
+        .expect("the program ran")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), 1 + 4, "{lines:?}");
+    assert!(
+        lines.iter().all(|l| *l == format!("{threads} an argument")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn a_command_refuses_best_static_and_an_empty_command_before_running() {
+    for (args, needle) in [
+        (
+            vec!["--command", "sh -c true", "--schedulers", "os,best-static"],
+            "best-static",
+        ),
+        (vec!["--command", "./no-such-solver 1"], "not a program here"),
+        (vec!["--command", "  "], "empty"),
+        (
+            vec!["--command", "sh -c true", "--threads-env", "9X"],
+            "environment variable",
+        ),
+    ] {
+        let out = std::process::Command::new(pinlearn_binary())
+            .arg("bench")
+            .args(&args)
+            .output()
+            .expect("pinlearn bench");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+}
