@@ -83,6 +83,7 @@ fn decide(c: &mut Criterion) {
                         numa_tick: period.is_multiple_of(40),
                         progress: None,
                         waiting: None,
+                        queued: None,
                         cores: None,
                         bubbles: None,
                     })

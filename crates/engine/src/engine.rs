@@ -301,6 +301,7 @@ impl Engine {
             numa_tick,
             progress: target.progress(),
             waiting: target.waiting(),
+            queued: target.queued(),
             cores: wants_cores.then_some(&self.cores[..]),
             bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {
                 set: rules.set(),
@@ -342,7 +343,8 @@ impl Engine {
             if let Some(speed) = sample.speed {
                 record.speed.add(speed);
             }
-            if let Some(scoring) = target.scoring(sample.key) {
+            let scoring = target.scoring(sample.key);
+            if let Some(scoring) = scoring {
                 record.source = Some(scoring.source);
                 if let Some(waiting) = scoring.waiting_share {
                     record.waiting.add(waiting);
@@ -367,7 +369,17 @@ impl Engine {
             if let Some(trace) = self.trace.as_mut() {
                 let place = record.place.map_or("", |p| &self.place_names[p]);
                 let bubble = record.bubble.as_deref().unwrap_or("");
-                trace.row(time_s, self.period, &record.who, place, sample.speed, utility, bubble)?;
+                let waiting = scoring.and_then(|s| s.waiting_share);
+                trace.row(
+                    time_s,
+                    self.period,
+                    &record.who,
+                    place,
+                    sample.speed,
+                    utility,
+                    bubble,
+                    waiting,
+                )?;
             }
         }
         self.retire_ended();
@@ -689,13 +701,13 @@ mod tests {
         let mut lines = text.lines();
         assert_eq!(
             lines.next(),
-            Some("time_s,period,pid,tid,name,place,speed,utility,bubble")
+            Some("time_s,period,pid,tid,name,place,speed,utility,bubble,waiting")
         );
         let rows: Vec<&str> = lines.collect();
         assert_eq!(rows.len(), 6);
         assert!(rows[0].starts_with("0.0000,0,1,7,t7,0,0.500000,"), "{}", rows[0]);
         assert!(rows[1].starts_with("0.0000,0,1,9,t9,1,,"), "{}", rows[1]);
-        assert!(rows[1].ends_with(','), "no bubble: {}", rows[1]);
+        assert!(rows[1].ends_with(",,"), "no bubble, not sampled: {}", rows[1]);
     }
 
     #[test]
@@ -728,7 +740,7 @@ mod tests {
         engine.flush_trace().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let rows: Vec<&str> = text.lines().skip(1).collect();
-        assert!(rows.iter().all(|r| r.ends_with(",pair")), "{rows:?}");
+        assert!(rows.iter().all(|r| r.split(',').nth(8) == Some("pair")), "{rows:?}");
         // The bubble of two opens over the two cores: one thread on each.
         let last: Vec<&str> = rows[2..].iter().map(|r| r.split(',').nth(5).unwrap()).collect();
         assert_ne!(last[0], last[1], "{rows:?}");

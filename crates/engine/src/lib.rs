@@ -40,5 +40,5 @@ pub use inprocess::{Manager, Registrar, Registration};
 pub use places::Places;
 pub use session::{Request, Session};
 pub use supervise::{GuardSummary, Stop, Summary};
-pub use target::{Target, ThreadInfo};
+pub use target::{Target, ThreadInfo, queued_share};
 pub use trace::Trace;

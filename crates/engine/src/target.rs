@@ -42,6 +42,24 @@ pub struct Scoring {
     pub waiting_share: Option<f64>,
 }
 
+/// Below this share of its CPUs' time, a program "had fewer CPUs than it
+/// may use" (slack for the manager, interrupts and measurement).
+const FEWER_CPUS_SHARE: f64 = 0.9;
+
+/// [`Target::queued`] from a period's totals over the program's threads:
+/// seconds run, seconds runnable but queued, and the CPU-seconds its CPUs
+/// could give. The queued share counts only when the threads ran less than
+/// [`FEWER_CPUS_SHARE`] of `capacity_s` (queuing for CPUs the program fills
+/// itself is not the OS's doing: 0); `None` when no thread was runnable.
+pub fn queued_share(ran_s: f64, queued_s: f64, capacity_s: f64) -> Option<f64> {
+    let runnable = ran_s + queued_s;
+    if !(runnable > 0.0 && runnable.is_finite()) {
+        return None;
+    }
+    let fewer = ran_s < FEWER_CPUS_SHARE * capacity_s;
+    Some(if fewer { queued_s / runnable } else { 0.0 })
+}
+
 /// Something whose threads the engine can measure and place.
 pub trait Target {
     /// Fills `samples` with every live thread, sorted by key, and the speed it
@@ -74,6 +92,14 @@ pub trait Target {
         None
     }
 
+    /// The share of the threads' runnable time queued for a CPU over the
+    /// period the last `observe` measured, while the program had fewer CPUs
+    /// than it may use (0 when it had them all); `None` when the target
+    /// cannot tell.
+    fn queued(&self) -> Option<f64> {
+        None
+    }
+
     /// What scored thread `key` in the last period, if the target says.
     fn scoring(&self, key: ThreadKey) -> Option<Scoring> {
         let _ = key;
@@ -94,5 +120,24 @@ pub trait Target {
     fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {
         let _ = (pid, node);
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::queued_share;
+
+    #[test]
+    fn queuing_counts_only_when_the_program_had_fewer_cpus_than_it_may_use() {
+        // Two CPUs over 1 s. Four threads that ran 1.5 CPU-seconds and
+        // queued 2.5 s: others had part of the CPUs.
+        assert_eq!(queued_share(1.5, 2.5, 2.0), Some(2.5 / 4.0));
+        // The same queuing with both CPUs the program's own: not counted.
+        assert_eq!(queued_share(1.95, 2.05, 2.0), Some(0.0));
+        // A lone serial thread: ran little, never queued.
+        assert_eq!(queued_share(0.5, 0.0, 2.0), Some(0.0));
+        // Nothing runnable, or nonsense: nothing to say.
+        assert_eq!(queued_share(0.0, 0.0, 2.0), None);
+        assert_eq!(queued_share(f64::NAN, 1.0, 2.0), None);
     }
 }

@@ -1,10 +1,12 @@
 //! `--trace FILE`: one CSV row per thread per period.
 //!
-//! Columns: `time_s, period, pid, tid, name, place, speed, utility, bubble`, where
-//! `place` is the CPU list the thread may run on after this period (list
-//! syntax, e.g. `1` or `0-1`), `speed` the measured speed over the period
-//! `utility` what the policy learned from (empty when unknown) and `bubble`
-//! the name of the thread's bubble (`--bubbles`; empty when in none).
+//! Columns: `time_s, period, pid, tid, name, place, speed, utility, bubble,
+//! waiting`, where `place` is the CPU list the thread may run on after this
+//! period (list syntax, e.g. `1` or `0-1`), `speed` the measured speed over
+//! the period, `utility` what the policy learned from (empty when unknown),
+//! `bubble` the name of the thread's bubble (`--bubbles`; empty when in
+//! none) and `waiting` the share of the thread's CPU-clock samples found in
+//! waiting code over the period (empty when it was not sampled).
 
 use crate::EngineError;
 use crate::target::ThreadInfo;
@@ -18,8 +20,8 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub const HEADER: [&'static str; 9] = [
-        "time_s", "period", "pid", "tid", "name", "place", "speed", "utility", "bubble",
+    pub const HEADER: [&'static str; 10] = [
+        "time_s", "period", "pid", "tid", "name", "place", "speed", "utility", "bubble", "waiting",
     ];
 
     pub fn create(path: &Path) -> Result<Self, EngineError> {
@@ -41,6 +43,7 @@ impl Trace {
         speed: Option<f64>,
         utility: f64,
         bubble: &str,
+        waiting: Option<f64>,
     ) -> Result<(), EngineError> {
         let number = |v: f64| {
             if v.is_finite() {
@@ -59,6 +62,7 @@ impl Trace {
             speed.map(number).unwrap_or_default(),
             number(utility),
             bubble.to_string(),
+            waiting.map(number).unwrap_or_default(),
         ];
         self.writer.write_record(&record).map_err(|e| csv_error(&self.path, e))
     }

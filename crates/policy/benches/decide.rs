@@ -25,6 +25,7 @@ fn decide(c: &mut Criterion) {
                 numa_tick: false,
                 progress: None,
                 waiting: None,
+                queued: None,
                 cores: None,
                 bubbles: None,
             };

@@ -130,7 +130,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 18] = [
+        let checks: [(&'static str, f64, bool, &'static str); 19] = [
             ("pla.step", self.pla.step, open_closed(self.pla.step), "in (0, 1]"),
             (
                 "pla.lambda",
@@ -205,6 +205,12 @@ impl LearnConfig {
                 "guard.blind_waiting",
                 self.guard.blind_waiting,
                 closed(self.guard.blind_waiting),
+                "in [0, 1]",
+            ),
+            (
+                "guard.blind_queued",
+                self.guard.blind_queued,
+                closed(self.guard.blind_queued),
                 "in [0, 1]",
             ),
             (

@@ -7,6 +7,9 @@
 //!   champion windows ... champion │ probe (the other arm) │ champion ...
 //!        score before ────────────┘          │            └─── score after
 //!                                            ▼
+//!        (Linux champion, its window showed a blind spot (below) and the
+//!         learner's probe > before · (1 + decisive): the learner takes
+//!         over at once, without the window after)
 //!        probe > mean(before, after) · (1 + margin) ?
 //!          yes ─► the probe's arm becomes champion, and the old one is
 //!                 probed again right after one window (a lucky window
@@ -22,7 +25,9 @@
 //!        arm was ever measured (so the first probe waits
 //!        assumed_loss / probe_cost windows: 15, 4.5 s, by default),
 //!        0 when Linux's last window spent >= blind_waiting of its CPU
-//!        time in waiting code (spinning at barriers: probe at once);
+//!        time in waiting code (spinning at barriers: probe at once), or
+//!        its threads spent >= blind_queued of their runnable time queued
+//!        for a CPU while the program had fewer CPUs than it may use;
 //!        never more than `max_gap` champion windows between probes
 //!
 //!   score of a window = mean application progress over its periods,
@@ -88,6 +93,13 @@ pub struct GuardConfig {
     /// turns it off. Needs a target that tells waiting from work (the
     /// `useful` metric).
     pub blind_waiting: f64,
+    /// Where Linux is blind, too: when the threads spend at least this
+    /// share of their runnable time queued for a CPU in Linux's windows
+    /// while the program runs on fewer CPUs than it may use (another
+    /// program has the rest, and Linux keeps the program off them), the
+    /// learner, never measured yet, is probed at once. In [0, 1]; 1 turns
+    /// it off.
+    pub blind_queued: f64,
     /// A probe that beats the champion by more than this share takes over
     /// without the old champion being probed again right after; a smaller
     /// win is confirmed at once. At least `margin`.
@@ -105,7 +117,29 @@ impl Default for GuardConfig {
             max_gap: 64,
             first: Arm::Os,
             blind_waiting: 0.25,
+            blind_queued: 0.3,
             decisive: 0.5,
+        }
+    }
+}
+
+/// What a period showed of Linux's blind spots (each `None` where the
+/// target cannot tell): the share of the threads' CPU time in waiting code,
+/// and the share of their runnable time queued for a CPU while the program
+/// had fewer CPUs than it may use ([`crate::PeriodInput::waiting`],
+/// [`crate::PeriodInput::queued`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Signs<T> {
+    pub waiting: T,
+    pub queued: T,
+}
+
+impl Signs<Option<f64>> {
+    /// The signs of `input`'s period.
+    pub fn of(input: &crate::PeriodInput<'_>) -> Self {
+        Signs {
+            waiting: input.waiting,
+            queued: input.queued,
         }
     }
 }
@@ -155,11 +189,12 @@ pub struct Guard {
     before: Option<f64>,
     /// Score of the probe waiting for the champion window after it.
     probe: Option<f64>,
-    /// Waiting share summed over the scored periods of the window in progress.
-    waiting_sum: f64,
-    waiting_count: u32,
-    /// The mean waiting share of the last window Linux placed the threads.
-    os_waiting: Option<f64>,
+    /// Signs of Linux's blind spots summed over the scored periods of the
+    /// window in progress.
+    signs_sum: Signs<f64>,
+    signs_count: Signs<u32>,
+    /// Their means over the last window Linux placed the threads.
+    os_signs: Signs<Option<f64>>,
     /// Periods decided by each arm, and how often the champion changed.
     stats: GuardStats,
 }
@@ -196,9 +231,9 @@ impl Guard {
             count: 0,
             before: None,
             probe: None,
-            waiting_sum: 0.0,
-            waiting_count: 0,
-            os_waiting: None,
+            signs_sum: Signs::default(),
+            signs_count: Signs::default(),
+            os_signs: Signs::default(),
             stats: GuardStats::default(),
         }
     }
@@ -206,6 +241,24 @@ impl Guard {
     /// The arm that has won the comparisons so far.
     pub fn champion(&self) -> Arm {
         self.champion
+    }
+
+    /// Linux is blind to this program: the learner is champion and its last
+    /// score beat Linux's last by more than `decisive`. Leaving a thread to
+    /// Linux (a whole-node action) is then known to lose.
+    pub fn os_blind(&self) -> bool {
+        self.cfg.enabled
+            && self.champion == Arm::Learn
+            && matches!((self.other, self.before), (Some(os), Some(learn)) if learn > os * (1.0 + self.cfg.decisive))
+    }
+
+    /// Linux's last window showed a blind spot: its threads spent at least
+    /// `blind_waiting` of their CPU time in waiting code, or at least
+    /// `blind_queued` of their runnable time queued for a CPU while the
+    /// program had fewer CPUs than it may use.
+    fn linux_looks_blind(&self) -> bool {
+        let at_least = |sign: Option<f64>, threshold: f64| threshold < 1.0 && sign.is_some_and(|v| v >= threshold);
+        at_least(self.os_signs.waiting, self.cfg.blind_waiting) || at_least(self.os_signs.queued, self.cfg.blind_queued)
     }
 
     /// The arm the last call of [`Guard::next`] returned.
@@ -225,10 +278,10 @@ impl Guard {
 
     /// Takes the progress measured over the period that just ended (under
     /// the arm returned by the previous call; `None` when nothing was
-    /// measured) and the share of the threads' CPU time spent in waiting
-    /// code (`None` when unknown), and returns the arm for the next period.
+    /// measured) and the signs it showed of Linux's blind spots, and returns
+    /// the arm for the next period.
     /// Disabled: always [`Arm::Learn`].
-    pub fn next(&mut self, progress: Option<f64>, waiting: Option<f64>) -> Arm {
+    pub fn next(&mut self, progress: Option<f64>, signs: Signs<Option<f64>>) -> Arm {
         if !self.cfg.enabled {
             self.stats.learn_periods += 1;
             return Arm::Learn;
@@ -241,11 +294,16 @@ impl Guard {
             self.sum += progress;
             self.count += 1;
         }
-        if self.window_period >= 2
-            && let Some(waiting) = waiting.filter(|w| (0.0..=1.0).contains(w))
-        {
-            self.waiting_sum += waiting;
-            self.waiting_count += 1;
+        if self.window_period >= 2 {
+            let share = |value: Option<f64>| value.filter(|v| (0.0..=1.0).contains(v));
+            if let Some(waiting) = share(signs.waiting) {
+                self.signs_sum.waiting += waiting;
+                self.signs_count.waiting += 1;
+            }
+            if let Some(queued) = share(signs.queued) {
+                self.signs_sum.queued += queued;
+                self.signs_count.queued += 1;
+            }
         }
         if self.window_period >= self.cfg.window.max(2) {
             self.close_window();
@@ -264,15 +322,35 @@ impl Guard {
         let score = (self.count > 0).then(|| self.sum / f64::from(self.count));
         self.sum = 0.0;
         self.count = 0;
-        if self.window_arm == Arm::Os && self.waiting_count > 0 {
-            self.os_waiting = Some(self.waiting_sum / f64::from(self.waiting_count));
+        if self.window_arm == Arm::Os {
+            let mean = |sum: f64, count: u32| (count > 0).then(|| sum / f64::from(count));
+            // A sign Linux's window did not measure keeps its last value.
+            let (sum, count) = (self.signs_sum, self.signs_count);
+            self.os_signs.waiting = mean(sum.waiting, count.waiting).or(self.os_signs.waiting);
+            self.os_signs.queued = mean(sum.queued, count.queued).or(self.os_signs.queued);
         }
-        self.waiting_sum = 0.0;
-        self.waiting_count = 0;
+        self.signs_sum = Signs::default();
+        self.signs_count = Signs::default();
         self.window_period = 0;
         self.windows += 1;
 
         if self.window_arm != self.champion {
+            // Where Linux's window showed a blind spot and the learner's
+            // probe beat it by more than `decisive`, two signs agree: the
+            // learner takes over without a Linux window after the probe.
+            if self.champion == Arm::Os
+                && self.linux_looks_blind()
+                && let (Some(probe), Some(before)) = (score, self.before)
+                && before > 0.0
+                && probe > before * (1.0 + self.cfg.decisive)
+            {
+                self.champion = Arm::Learn;
+                self.stats.switches += 1;
+                self.other = Some(before);
+                self.before = Some(probe);
+                self.since_probe = 0;
+                return;
+            }
             // A probe ended: the next window is the champion's, to compare.
             self.probe = score;
             self.window_arm = self.champion;
@@ -307,14 +385,10 @@ impl Guard {
         self.since_probe += 1;
         let expected_loss = match (self.other, self.before) {
             (Some(other), Some(current)) if current > 0.0 => (1.0 - other / current).max(0.0),
-            // Never measured: Linux's threads spinning in waiting code
-            // say a pin may win much; otherwise assume it loses.
-            _ if self.champion == Arm::Os
-                && self.cfg.blind_waiting < 1.0
-                && self.os_waiting.is_some_and(|w| w >= self.cfg.blind_waiting) =>
-            {
-                0.0
-            }
+            // Never measured: Linux's threads spinning in waiting code, or
+            // queued for a CPU while others had the program's CPUs, say a
+            // pin may win much; otherwise assume it loses.
+            _ if self.champion == Arm::Os && self.linux_looks_blind() => 0.0,
             _ => self.cfg.assumed_loss,
         };
         let affordable = self.spent + expected_loss <= self.cfg.probe_cost * (self.windows + 1) as f64;
@@ -396,7 +470,7 @@ mod tests {
         );
         assert!(arms[..84].iter().all(|&a| a == Arm::Os), "{arms:?}");
         assert!(arms[84..90].iter().all(|&a| a == Arm::Learn), "{arms:?}");
-        guard.next(Some(1.0), None);
+        guard.next(Some(1.0), Signs::default());
         assert_eq!(guard.champion(), Arm::Learn, "the learner's probe won");
     }
 
@@ -409,7 +483,7 @@ mod tests {
         let mut guard = Guard::new(linux_first);
         let arms = run(&mut guard, 12, |arm, _| if arm == Arm::Learn { 2.0 } else { 1.0 });
         assert_eq!(&arms[..12], &[[Arm::Os; 4], [Arm::Learn; 4], [Arm::Os; 4]].concat());
-        guard.next(Some(1.0), None);
+        guard.next(Some(1.0), Signs::default());
         assert_eq!(guard.champion(), Arm::Learn, "the learner's probe won");
         let mut tie = Guard::new(linux_first);
         run(&mut tie, 200, |_, _| 1.0);
@@ -423,7 +497,7 @@ mod tests {
         let mut last: Option<Arm> = None;
         for period in 0..periods {
             let progress = last.map(|arm| rate(arm, period));
-            let arm = guard.next(progress, None);
+            let arm = guard.next(progress, Signs::default());
             arms.push(arm);
             last = Some(arm);
         }
@@ -433,12 +507,29 @@ mod tests {
     /// Periods with Linux's threads spending `waiting` of their CPU time in
     /// waiting code, the learner's twice as fast as Linux's.
     fn run_waiting(guard: &mut Guard, periods: usize, waiting: f64) -> Vec<Arm> {
+        let signs = Signs {
+            waiting: Some(waiting),
+            queued: None,
+        };
+        run_signs(guard, periods, signs)
+    }
+
+    /// Periods where Linux's windows show `os_signs` (the learner's show
+    /// little of either), the learner's twice as fast as Linux's.
+    fn run_signs(guard: &mut Guard, periods: usize, os_signs: Signs<Option<f64>>) -> Vec<Arm> {
         let mut arms = Vec::new();
         let mut last: Option<Arm> = None;
         for _ in 0..periods {
             let progress = last.map(|arm| if arm == Arm::Learn { 2.0 } else { 1.0 });
-            let seen = last.map(|arm| if arm == Arm::Os { waiting } else { 0.05 });
-            let arm = guard.next(progress, seen);
+            let signs = match last {
+                Some(Arm::Os) => os_signs,
+                Some(Arm::Learn) => Signs {
+                    waiting: os_signs.waiting.map(|_| 0.05),
+                    queued: os_signs.queued.map(|_| 0.05),
+                },
+                None => Signs::default(),
+            };
+            let arm = guard.next(progress, signs);
             arms.push(arm);
             last = Some(arm);
         }
@@ -446,12 +537,45 @@ mod tests {
     }
 
     #[test]
+    fn where_linux_queues_threads_beside_other_programs_the_learner_is_probed_at_once() {
+        let queued = |share: f64| Signs {
+            waiting: None,
+            queued: Some(share),
+        };
+        let mut guard = Guard::new(GuardConfig::default());
+        let arms = run_signs(&mut guard, 12, queued(0.6));
+        assert_eq!(&arms[..12], &[[Arm::Os; 6], [Arm::Learn; 6]].concat());
+        // Below blind_queued (0.3) the learner waits for the budget.
+        let mut guard = Guard::new(GuardConfig::default());
+        let arms = run_signs(&mut guard, 90, queued(0.2));
+        assert!(arms[..84].iter().all(|&a| a == Arm::Os), "{arms:?}");
+        assert!(arms[84..90].iter().all(|&a| a == Arm::Learn));
+        // blind_queued = 1 turns it off.
+        let mut guard = Guard::new(GuardConfig {
+            blind_queued: 1.0,
+            ..GuardConfig::default()
+        });
+        let arms = run_signs(&mut guard, 84, queued(1.0));
+        assert!(arms.iter().all(|&a| a == Arm::Os));
+    }
+
+    #[test]
     fn where_linux_leaves_threads_spinning_the_learner_is_probed_at_once() {
         // Default settings: one window of Linux with 60% waiting, then the
         // learner's probe, which wins.
         let mut guard = Guard::new(GuardConfig::default());
-        let arms = run_waiting(&mut guard, 12, 0.6);
-        assert_eq!(&arms[..12], &[[Arm::Os; 6], [Arm::Learn; 6]].concat());
+        let arms = run_waiting(&mut guard, 18, 0.6);
+        // The probe doubled the progress of a window that showed the blind
+        // spot: the learner takes over without a Linux window after it.
+        assert_eq!(&arms[..18], &[[Arm::Os; 6], [Arm::Learn; 6], [Arm::Learn; 6]].concat());
+        assert_eq!(guard.champion(), Arm::Learn);
+        // A win under `decisive` is compared with a Linux window as usual.
+        let mut guard = Guard::new(GuardConfig {
+            decisive: 1.5,
+            ..GuardConfig::default()
+        });
+        let arms = run_waiting(&mut guard, 18, 0.6);
+        assert_eq!(&arms[..18], &[[Arm::Os; 6], [Arm::Learn; 6], [Arm::Os; 6]].concat());
         // Below the threshold the learner waits for the budget, as without samples.
         let mut guard = Guard::new(GuardConfig::default());
         let arms = run_waiting(&mut guard, 90, 0.2);
@@ -464,6 +588,29 @@ mod tests {
         });
         let arms = run_waiting(&mut guard, 84, 1.0);
         assert!(arms.iter().all(|&a| a == Arm::Os));
+    }
+
+    #[test]
+    fn linux_is_blind_only_while_the_learner_leads_it_by_more_than_decisive() {
+        // Default settings (Linux champion first): the learner's probe
+        // measures 2x Linux's progress and takes over.
+        let mut guard = Guard::new(GuardConfig::default());
+        assert!(!guard.os_blind(), "nothing measured yet");
+        run_waiting(&mut guard, 19, 0.6);
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert!(guard.os_blind());
+        // A lead of 30% (under decisive = 50%) is a win, not blindness.
+        let mut guard = Guard::new(GuardConfig::default());
+        run(&mut guard, 400, |arm, _| if arm == Arm::Learn { 1.3 } else { 1.0 });
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert!(!guard.os_blind());
+        // Disabled, the guard measures nothing and says nothing.
+        let mut guard = Guard::new(GuardConfig {
+            enabled: false,
+            ..GuardConfig::default()
+        });
+        run(&mut guard, 400, |arm, _| if arm == Arm::Learn { 3.0 } else { 1.0 });
+        assert!(!guard.os_blind());
     }
 
     #[test]
@@ -556,7 +703,7 @@ mod tests {
                 Arm::Os if os_windows <= 1 && period < 9 => 3.0,
                 Arm::Os => 1.0,
             });
-            let arm = guard.next(progress, None);
+            let arm = guard.next(progress, Signs::default());
             if arm == Arm::Os && last != Some(Arm::Os) {
                 os_windows += 1;
             }
@@ -653,7 +800,7 @@ mod tests {
                 (Arm::Os, false) => 2.0,
                 (Arm::Learn, _) => 1.0,
             });
-            let arm = guard.next(progress, None);
+            let arm = guard.next(progress, Signs::default());
             arms.push(arm);
             last = Some(arm);
         }
@@ -664,7 +811,7 @@ mod tests {
     fn missing_progress_decides_nothing() {
         let mut guard = Guard::new(cfg());
         for _ in 0..100 {
-            guard.next(None, None);
+            guard.next(None, Signs::default());
         }
         assert_eq!(guard.champion(), Arm::Learn);
         assert_eq!(guard.stats().switches, 0);
@@ -719,7 +866,7 @@ mod tests {
         });
         let mut asked = Vec::new();
         for _ in 0..12 {
-            let arm = guard.next(Some(1.0), None);
+            let arm = guard.next(Some(1.0), Signs::default());
             asked.push((arm, guard.os_window_ending()));
         }
         // Windows of 4 periods: Linux's first window ends at its 4th period.

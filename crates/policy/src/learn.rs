@@ -21,6 +21,8 @@
 //!     │        least crowded core there
 //!     │
 //!     └─4─ place_i = fresh ? pla.current() : pla.choose(rng)
+//!            (cores only while the guard finds Linux blind: its last
+//!            window lost to the learner's by more than `decisive`)
 //!            ─► Decision { place, utility = u }
 //!
 //!   before 2: guard.next(progress) says whose window this is (guard.rs);
@@ -41,8 +43,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState};
 use crate::config::{LearnConfig, Start};
-use crate::guard::{Guard, GuardStats, HandBack};
-use crate::layout::Layout;
+use crate::guard::{Guard, GuardStats, HandBack, Signs};
+use crate::layout::{Layout, PlaceKind};
 use crate::objective::sanitise_speed;
 use crate::pla::Pla;
 use crate::{Decision, PeriodInput, Policy, ThreadKey};
@@ -276,7 +278,7 @@ impl Policy for LearnPolicy {
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
         self.reconcile(input);
 
-        let arm = self.guard.next(input.progress_or_speed_sum(), input.waiting);
+        let arm = self.guard.next(input.progress_or_speed_sum(), Signs::of(input));
         if let Some(place) = self.hand_back.places(input, arm, self.layout.whole()) {
             // The OS's window: nothing is learned from it, and the first
             // learner period after it keeps every thread's last place.
@@ -312,6 +314,10 @@ impl Policy for LearnPolicy {
 
         let rng = &mut self.rng;
         let (layout, core_level) = (&self.layout, self.cfg.core_level);
+        // Where Linux measured decisively worse, a thread's whole-node
+        // action (Linux places it) is known to lose: only cores are drawn.
+        let cores_only = self.guard.os_blind();
+        let is_core = |place: usize| layout.places()[place].kind == PlaceKind::Core;
         // A thread that was not measured this period (it hardly ran) keeps
         // its place: a new draw would move it without anything learned.
         let place = self
@@ -324,6 +330,8 @@ impl Policy for LearnPolicy {
                     layout.node_place(thread.numa.node)
                 } else if std::mem::take(&mut thread.fresh) || speed.is_none() {
                     thread.pla.current()
+                } else if cores_only {
+                    thread.pla.choose_among(rng, is_core)
                 } else {
                     thread.pla.choose(rng)
                 }
@@ -337,7 +345,7 @@ impl Policy for LearnPolicy {
 mod tests {
     use super::*;
     use crate::aspiration::{AspirationConfig, AspirationLevels};
-    use crate::guard::GuardConfig;
+    use crate::guard::{Arm, GuardConfig};
 
     /// The papers' learner alone: round-robin start, no guard windows.
     fn papers() -> LearnConfig {
@@ -365,6 +373,7 @@ mod tests {
             numa_tick,
             progress: None,
             waiting: None,
+            queued: None,
             cores: None,
             bubbles: None,
         }
@@ -413,6 +422,36 @@ mod tests {
             assert!(policy.pla(key).unwrap().actions().contains(&place));
         }
         assert_eq!(policy.keys().collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn where_linux_measured_blind_no_thread_is_left_to_it() {
+        // Two threads, two cores: the program progresses twice as fast
+        // with the threads on different cores as with either of them left
+        // to Linux, while each thread's own speed is the same everywhere
+        // (what `own` sees of spinning siblings). Default configuration.
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 2), LearnConfig::default(), 9);
+        let whole = policy.layout().whole();
+        let threads = samples(&[1, 2], Some(0.5));
+        let mut last = vec![whole, whole];
+        let (mut blind_draws, mut whole_draws) = (0, 0);
+        let mut was_blind_learning = false;
+        for period in 0..3000 {
+            let apart = last[0] != last[1] && !last.contains(&whole);
+            let mut input = input(period, &threads, false);
+            input.progress = Some(if apart { 2.0 } else { 1.0 });
+            let decision = policy.decide(&input);
+            let blind_learning = policy.guard().arm() == Arm::Learn && policy.guard().os_blind();
+            // The first such period may keep a place drawn before.
+            if blind_learning && was_blind_learning {
+                blind_draws += 1;
+                whole_draws += decision.place.iter().filter(|&&p| p == whole).count();
+            }
+            was_blind_learning = blind_learning;
+            last = decision.place;
+        }
+        assert!(blind_draws > 1000, "the learner led decisively: {blind_draws} periods");
+        assert_eq!(whole_draws, 0, "no thread left to Linux while it measured blind");
     }
 
     #[test]

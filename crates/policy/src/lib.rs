@@ -82,6 +82,11 @@ pub struct PeriodInput<'a> {
     /// (CPU-clock samples); the guard probes the learner early where Linux
     /// leaves much of it.
     pub waiting: Option<f64>,
+    /// The share of the threads' runnable time spent queued for a CPU while
+    /// the program ran on fewer CPUs than it may use (other programs had the
+    /// rest), 0 when it had them all; `None` when the target cannot tell.
+    /// The guard probes the learner early where Linux leaves much of it.
+    pub queued: Option<f64>,
     /// Aligned with `threads`: the core place (index into
     /// `Layout::places`) each thread ran on last, in the periods after the
     /// policy said [`Policy::wants_cores`] and where the target knows it.
@@ -116,6 +121,7 @@ impl<'a> PeriodInput<'a> {
             numa_tick: false,
             progress: None,
             waiting: None,
+            queued: None,
             cores: None,
             bubbles: None,
         }

@@ -129,15 +129,35 @@ impl Pla {
     /// Draws the next action from σ with one uniform draw, remembers it for
     /// [`Pla::learn`] and returns its place index.
     pub fn choose<R: Rng + ?Sized>(&mut self, rng: &mut R) -> usize {
+        self.choose_among(rng, |_| true)
+    }
+
+    /// [`Pla::choose`] over the actions whose place `allowed` accepts, σ
+    /// renormalised over them (one uniform draw either way). When it
+    /// accepts none, every action may be drawn.
+    pub fn choose_among<R: Rng + ?Sized>(&mut self, rng: &mut R, allowed: impl Fn(usize) -> bool) -> usize {
         let (scale, floor) = self.perturbation();
         let draw: f64 = rng.random();
+        let any_open = self.actions.iter().any(|&place| allowed(place));
+        let open = |index: usize| !any_open || allowed(self.actions[index]);
+        // σ sums to 1 over all actions; over some of them, the draw is
+        // scaled to their share.
+        let draw = if self.actions.iter().all(|&place| allowed(place)) || !any_open {
+            draw
+        } else {
+            let share: f64 = (0..self.x.len())
+                .filter(|&index| open(index))
+                .map(|index| scale * self.x[index] + floor)
+                .sum();
+            draw * share
+        };
         let mut cumulative = 0.0;
         // Rounding can leave the total a hair under 1: the last action with
         // any probability takes what is left.
         let mut chosen = None;
         for (index, &x) in self.x.iter().enumerate() {
             let p = scale * x + floor;
-            if p > 0.0 {
+            if p > 0.0 && open(index) {
                 chosen = Some(index);
                 cumulative += p;
                 if draw < cumulative {
@@ -212,6 +232,30 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn choosing_among_some_actions_renormalises_over_them() {
+        // x = (0.9 + 0.1/3, 0.1/3, 0.1/3) over places 4, 5, 6; λ = 0.02.
+        let mut pla = Pla::new(vec![4, 5, 6], 0, PlaConfig::default());
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let draws = 30_000;
+        let mut counts = [0usize; 3];
+        for _ in 0..draws {
+            let place = pla.choose_among(&mut rng, |place| place != 4);
+            counts[place - 4] += 1;
+        }
+        assert_eq!(counts[0], 0, "place 4 is never drawn");
+        // Places 5 and 6 had equal probability: about half each.
+        let share = counts[1] as f64 / draws as f64;
+        assert!((0.48..0.52).contains(&share), "{counts:?}");
+        // Allowing none means allowing all; allowing all is `choose`, draw
+        // for draw.
+        let mut a = pla.clone();
+        let (mut rng_a, mut rng_b) = (ChaCha8Rng::seed_from_u64(3), ChaCha8Rng::seed_from_u64(3));
+        for _ in 0..1000 {
+            assert_eq!(a.choose_among(&mut rng_a, |_| false), pla.choose(&mut rng_b));
+        }
     }
 
     #[test]

@@ -293,6 +293,7 @@ fn the_policy_regenerates_once_a_group_blocks() {
             numa_tick: false,
             progress: None,
             waiting: None,
+            queued: None,
             cores: None,
             bubbles: Some(BubbleInput {
                 set: &set,
@@ -508,6 +509,7 @@ fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
         numa_tick: false,
         progress: None,
         waiting: None,
+        queued: None,
         cores: None,
         bubbles: Some(BubbleInput {
             set: &set,

@@ -81,6 +81,7 @@ fn input(period: u64, threads: &[ThreadSample], numa_tick: bool) -> PeriodInput<
         numa_tick,
         progress: None,
         waiting: None,
+        queued: None,
         cores: None,
         bubbles: None,
     }

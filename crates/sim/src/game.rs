@@ -493,6 +493,7 @@ mod tests {
             numa_tick: false,
             progress: None,
             waiting: None,
+            queued: None,
             cores: None,
             bubbles: None,
         });

@@ -17,6 +17,8 @@
 //!                        phase change, balance tick, period end); rates are constant over h:
 //!                 share_i = w_i / (R_core + b_core)                  same session (R: runnable weight)
 //!                         = w_i / R_core · a / (a + b_core), a = R_core / R_all   own session (groups)
+//!                           (the program's threads together at least 0.9 of the core when 2+
+//!                           of them that sleep at barriers live there: wake-up preemption)
 //!                 cpu_i   = share_i · cap_core                      (nominal core-seconds per second)
 //!                 work_i  = cpu_i / (1 + (F − 1) · m_i · [memory node ≠ core node])
 //!               integrate run, wait, cpu, work, instructions over h
@@ -40,6 +42,17 @@ use crate::workload::{Activity, Program, WORK_EPSILON, WorkloadSpec};
 /// background's (autogroup): one nice-0 thread's worth, split over the
 /// cores its runnable threads are on.
 const PROGRAM_GROUP_WEIGHT: f64 = 1.0;
+
+/// The share of a core that two or more threads of a program that sleeps
+/// at barriers take from another session's program when pinned there
+/// together. Measured (`scripts/session-shares`, 2026-11-24): four `pinlearn
+/// work aco` threads pinned two per CPU beside a busy loop in its own
+/// session left it 0.09 of its CPU, far below its group weight's half, and
+/// ran 1.79 s against 1.75 s with no loop at all. Each wake-up at a barrier
+/// preempts the loop (EEVDF places a woken entity ahead of one that used up
+/// its slice). One such thread per CPU is the round's laggard, rarely
+/// sleeps, and got the group weight's share (the loop kept 0.60).
+const WAKE_PREEMPT_SHARE: f64 = 0.9;
 
 /// Events closer than this (seconds) count as simultaneous.
 const TIME_EPSILON: f64 = 1e-9;
@@ -194,6 +207,8 @@ pub struct SimMachine {
     threads: Vec<SimThread>,
     /// Runnable weight of the program's threads per core (R_j).
     runnable: Vec<f64>,
+    /// The program's live threads per core, runnable or asleep.
+    residents: Vec<u32>,
     /// Their sum over the cores (R).
     runnable_total: f64,
     /// The balancer's load per core: the background's weight plus the
@@ -211,6 +226,9 @@ pub struct SimMachine {
     last_progress: Option<f64>,
     /// Share of the last period's CPU time not spent working (metric `useful`).
     last_waiting: Option<f64>,
+    /// Share of the threads' runnable time queued for a core last period,
+    /// while the program had less than all the cores ([`Target::queued`]).
+    last_queued: Option<f64>,
     rng: ChaCha8Rng,
     completion: Option<f64>,
     /// Nominal core-seconds each core gave to application threads.
@@ -287,6 +305,7 @@ impl SimMachine {
             program,
             threads: Vec::with_capacity(spec.threads),
             runnable: vec![0.0; m],
+            residents: vec![0; m],
             runnable_total: 0.0,
             load: vec![0.0; m],
             now: 0.0,
@@ -296,6 +315,7 @@ impl SimMachine {
             work_at_observe: 0.0,
             last_progress: None,
             last_waiting: None,
+            last_queued: None,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51a7_0000_0001),
             completion: None,
             app_cpu_s: vec![0.0; m],
@@ -446,9 +466,13 @@ impl SimMachine {
 
     fn recompute_loads(&mut self) {
         self.runnable.iter_mut().for_each(|r| *r = 0.0);
+        self.residents.iter_mut().for_each(|r| *r = 0);
         for (thread, task) in self.threads.iter().zip(self.program.tasks()) {
             if task.activity.runnable() {
                 self.runnable[thread.core] += thread.weight;
+            }
+            if task.activity != Activity::Done {
+                self.residents[thread.core] += 1;
             }
         }
         self.runnable_total = self.runnable.iter().sum();
@@ -471,11 +495,22 @@ impl SimMachine {
     }
 
     /// The share of `core` the program's threads get together (the rest
-    /// goes to the background).
+    /// goes to the background): by weight, except that two or more threads
+    /// that sleep at barriers take [`WAKE_PREEMPT_SHARE`] of a core from
+    /// another session's program by preempting it at every wake-up.
     fn program_fraction(&self, core: usize) -> f64 {
         let program = self.program_load(self.runnable[core], self.runnable_total);
         let whole = program + self.bg[core];
-        if whole > 0.0 { program / whole } else { 0.0 }
+        let by_weight = if whole > 0.0 { program / whole } else { 0.0 };
+        let preempts = self.params.load_session == LoadSession::Own
+            && program > 0.0
+            && self.residents[core] >= 2
+            && self.program.sleeps_at_barriers();
+        if preempts {
+            by_weight.max(WAKE_PREEMPT_SHARE)
+        } else {
+            by_weight
+        }
     }
 
     /// Nominal core-seconds per second thread `index` (runnable) receives.
@@ -879,7 +914,7 @@ impl Target for SimMachine {
         self.last_observe = Some(self.now);
         self.last_progress = elapsed.map(|e| (self.totals.work - self.work_at_observe) / e);
         self.work_at_observe = self.totals.work;
-        let (mut work, mut instructions) = (0.0, 0.0);
+        let (mut work, mut instructions, mut ran, mut queued) = (0.0, 0.0, 0.0, 0.0);
         for index in 0..self.threads.len() {
             if self.program.tasks()[index].activity == Activity::Done {
                 continue;
@@ -887,6 +922,8 @@ impl Target for SimMachine {
             let acc = std::mem::take(&mut self.threads[index].acc);
             work += acc.work;
             instructions += acc.instructions;
+            ran += acc.running_s;
+            queued += acc.waiting_s;
             let speed = elapsed.and_then(|e| self.speed_of(&acc, e)).map(|s| self.noisy(s));
             samples.push(ThreadSample {
                 key: self.threads[index].key,
@@ -897,11 +934,16 @@ impl Target for SimMachine {
         // What samples of waiting code would show: the CPU time not spent working.
         self.last_waiting = (self.params.metric == SimMetric::Useful && instructions > 0.0)
             .then(|| (1.0 - work / instructions).clamp(0.0, 1.0));
+        self.last_queued = elapsed.and_then(|e| pinlearn_engine::queued_share(ran, queued, self.cores() as f64 * e));
         Ok(())
     }
 
     fn waiting(&self) -> Option<f64> {
         self.last_waiting
+    }
+
+    fn queued(&self) -> Option<f64> {
+        self.last_queued
     }
 
     fn place(&mut self, key: ThreadKey, place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {

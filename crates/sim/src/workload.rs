@@ -443,6 +443,19 @@ impl Program {
         }
     }
 
+    /// The threads sleep at barriers (blocking, or spinning a while and
+    /// then blocking) and are woken at every round: on a real machine such
+    /// threads preempt another session's program at each wake-up.
+    pub fn sleeps_at_barriers(&self) -> bool {
+        match &self.state {
+            ProgramState::Barrier(b) => match b.wait {
+                Wait::Block => true,
+                Wait::Spin(seconds) => seconds.is_finite(),
+            },
+            _ => false,
+        }
+    }
+
     /// Pipeline items that left the last stage (0 for other workloads).
     pub fn items_done(&self) -> u64 {
         match &self.state {

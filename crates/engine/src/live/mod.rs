@@ -162,6 +162,11 @@ pub struct LiveProcess {
     progress: Option<f64>,
     /// The share of its sampled CPU time in waiting code, last period.
     waiting: Option<f64>,
+    /// The share of its threads' runnable time queued for a CPU while the
+    /// program had fewer than `all_cpus` CPUs' worth of time, last period.
+    queued: Option<f64>,
+    /// How many CPUs the places span together.
+    all_cpus: usize,
     last_observe: Option<Instant>,
     nominal_period_s: f64,
     /// OS index of each layout node's memory (memory binding on).
@@ -231,6 +236,8 @@ impl LiveProcess {
             beating: HashSet::new(),
             progress: None,
             waiting: None,
+            queued: None,
+            all_cpus: all.len(),
             last_observe: None,
             nominal_period_s: period_s,
             memory_nodes: None,
@@ -610,7 +617,10 @@ impl LiveProcess {
         for (&key, thread) in self.threads.iter_mut().filter(|(_, thread)| !thread.left_to_program) {
             let pid = thread.who.pid;
             let (cpu_share, ran_ns) = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
-                Some(Ok(share)) => (share, thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns)),
+                Some(Ok(share)) => {
+                    measured.waited_ns += thread.schedstat.as_ref().map_or(0, Schedstat::waited_ns);
+                    (share, thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns))
+                }
                 Some(Err(_)) if thread_ended(pid, thread.who.tid) => {
                     gone.push(thread.who.tid);
                     continue;
@@ -734,8 +744,10 @@ fn parent_of(pid: u32) -> Option<u32> {
 struct Measured {
     /// (sample index, beats per second) of every thread that beat.
     beat_rates: Vec<(usize, f64)>,
-    /// Nanoseconds the threads ran (schedstat).
+    /// Nanoseconds the threads ran, and were runnable but queued for a CPU
+    /// (schedstat).
     ran_ns: u64,
+    waited_ns: u64,
     /// Of those, the nanoseconds in working code (all of them unsampled).
     useful_ns: f64,
     /// Nanoseconds run by sampled threads, and of those in waiting code.
@@ -776,6 +788,11 @@ impl Target for LiveProcess {
             Some(measured.useful_ns / (period_s * 1e9))
         };
         self.waiting = (measured.sampled_ns > 0.0).then(|| measured.sampled_waiting_ns / measured.sampled_ns);
+        self.queued = crate::target::queued_share(
+            measured.ran_ns as f64 / 1e9,
+            measured.waited_ns as f64 / 1e9,
+            self.all_cpus as f64 * period_s,
+        );
         match self.metric {
             Metric::Heartbeat => self.rate_peak.set_speeds(samples, &measured.beat_rates),
             Metric::Io => self.rate_peak.set_speeds(samples, &measured.io_rates),
@@ -786,6 +803,10 @@ impl Target for LiveProcess {
 
     fn waiting(&self) -> Option<f64> {
         self.waiting
+    }
+
+    fn queued(&self) -> Option<f64> {
+        self.queued
     }
 
     fn scoring(&self, key: ThreadKey) -> Option<crate::target::Scoring> {

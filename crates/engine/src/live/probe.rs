@@ -56,6 +56,8 @@ pub struct Schedstat {
     last: Option<(u64, u64, u64)>,
     /// Run ns between the last two reads of `run_share`.
     ran_ns: u64,
+    /// Ns spent runnable but queued for a CPU between those reads.
+    waited_ns: u64,
     /// Times the thread was switched to between those reads.
     slices: u64,
 }
@@ -67,6 +69,7 @@ impl Schedstat {
             file,
             last: None,
             ran_ns: 0,
+            waited_ns: 0,
             slices: 0,
         })
     }
@@ -83,6 +86,7 @@ impl Schedstat {
     pub fn run_share(&mut self, period_ns: f64) -> io::Result<Option<f64>> {
         let now = self.read()?;
         self.ran_ns = self.last.map_or(0, |(run0, _, _)| now.0.saturating_sub(run0));
+        self.waited_ns = self.last.map_or(0, |(_, wait0, _)| now.1.saturating_sub(wait0));
         self.slices = self.last.map_or(0, |(_, _, slices0)| now.2.saturating_sub(slices0));
         let share = self.last.and_then(|(run0, wait0, _)| {
             let run = now.0.saturating_sub(run0) as f64;
@@ -96,6 +100,12 @@ impl Schedstat {
     /// Nanoseconds the thread ran between the last two `run_share` reads.
     pub fn ran_ns(&self) -> u64 {
         self.ran_ns
+    }
+
+    /// Nanoseconds the thread was runnable but queued for a CPU between the
+    /// last two `run_share` reads.
+    pub fn waited_ns(&self) -> u64 {
+        self.waited_ns
     }
 
     /// Times the thread was switched to between the last two reads.
@@ -249,6 +259,12 @@ impl CpuSamples {
     }
 }
 
+/// The least time between reading a process's maps and reading them again
+/// after `reads` re-reads: 50 ms, doubling, at most a second.
+fn refresh_gap(reads: u32) -> std::time::Duration {
+    std::time::Duration::from_millis(50u64.saturating_mul(1 << reads.min(5)).min(1000))
+}
+
 /// Whether this kernel lets pinlearn sample a thread's CPU clock: `Err`
 /// carries the reason to tell the user once.
 pub fn sampling_supported() -> Result<(), String> {
@@ -262,10 +278,14 @@ pub fn sampling_supported() -> Result<(), String> {
 }
 
 /// The waiting code of every sampled process, rebuilt when samples fall in
-/// code mapped since (at most once a second per process).
+/// code mapped since: 50 ms after the first read at the earliest (a process
+/// seen right after its exec may not have mapped its libraries yet), the
+/// gap doubling with every rebuild up to once a second.
 pub struct WaitingMaps {
     rules: CompiledRules,
-    processes: HashMap<u32, (WaitingCode, std::time::Instant)>,
+    /// Per process: its waiting code, when it was read, and how many times
+    /// it was read again since.
+    processes: HashMap<u32, (WaitingCode, std::time::Instant, u32)>,
     /// Processes whose maps cannot be read (their samples are not used).
     unreadable: HashSet<u32>,
     notes: Vec<String>,
@@ -289,20 +309,22 @@ impl WaitingMaps {
         }
         if !self.processes.contains_key(&pid) {
             let code = self.read(pid)?;
-            self.processes.insert(pid, (code, std::time::Instant::now()));
+            self.processes.insert(pid, (code, std::time::Instant::now(), 0));
         }
-        self.processes.get(&pid).map(|(code, _)| code)
+        self.processes.get(&pid).map(|(code, _, _)| code)
     }
 
     /// Reads `pid`'s maps again if samples fell outside its known code and
-    /// the last read is over a second old.
+    /// the last read is old enough (see the type's doc).
     pub fn refresh_if_stale(&mut self, pid: u32) {
-        let stale = self
-            .processes
-            .get(&pid)
-            .is_some_and(|(_, built)| built.elapsed().as_secs_f64() >= 1.0);
-        if stale && let Some(code) = self.read(pid) {
-            self.processes.insert(pid, (code, std::time::Instant::now()));
+        let Some(&(_, built, reads)) = self.processes.get(&pid) else {
+            return;
+        };
+        if built.elapsed() >= refresh_gap(reads)
+            && let Some(code) = self.read(pid)
+        {
+            self.processes
+                .insert(pid, (code, std::time::Instant::now(), reads.saturating_add(1)));
         }
     }
 
@@ -319,7 +341,7 @@ impl WaitingMaps {
                 let known = self
                     .processes
                     .get(&pid)
-                    .map(|(c, _)| c.unreadable.clone())
+                    .map(|(c, _, _)| c.unreadable.clone())
                     .unwrap_or_default();
                 for file in code.unreadable.iter().filter(|f| !known.contains(f)) {
                     self.say(format!(
@@ -551,6 +573,13 @@ pub fn resolve_metric(requested: Metric) -> Result<(Metric, Option<String>), Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_are_read_again_soon_after_the_first_read_then_rarely() {
+        let gaps: Vec<u64> = (0..8).map(|reads| refresh_gap(reads).as_millis() as u64).collect();
+        assert_eq!(gaps, [50, 100, 200, 400, 800, 1000, 1000, 1000]);
+        assert_eq!(refresh_gap(u32::MAX).as_millis(), 1000);
+    }
 
     #[test]
     fn parses_schedstat_lines() {

@@ -423,7 +423,9 @@ impl Policy for BubblesPolicy {
             .iter()
             .map(|t| sanitise_speed(t.speed).unwrap_or(f64::NAN))
             .collect();
-        let arm = self.guard.next(input.progress_or_speed_sum(), input.waiting);
+        let arm = self
+            .guard
+            .next(input.progress_or_speed_sum(), crate::guard::Signs::of(input));
         let whole = self.layout.whole();
         let place = self
             .hand_back
