@@ -24,7 +24,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub workload_args: Option<String>,
     /// Multiply each preset's amount of work by F (runs about F times as long; the
-    /// learner's first probe comes after ~4.5 s, so its wins need runs of 10 s or more)
+    /// learner's first probe comes after ~4.2 s unless Linux shows a blind spot, so most of
+    /// its wins need runs of 10 s or more)
     #[arg(long, value_name = "F")]
     pub scale: Option<f64>,
     /// The workloads report no heartbeats (pinlearn sees them as unmodified programs)

@@ -13,7 +13,7 @@
 //! OpenMP runtimes do, with as many threads as allowed CPUs. Linux cannot
 //! see that a spinning thread next to the loaded CPU's other program holds
 //! every other thread back at the next barrier; pinlearn measures it. A run
-//! lasts about 13 s under Linux: pinlearn's guard leaves the first 4.5 s to
+//! lasts about 13 s under Linux: pinlearn's guard leaves the first 4.2 s to
 //! Linux (until a wrong pin could cost at most 2% of the run), then compares
 //! its placement with Linux's and keeps the better one.
 

@@ -26,6 +26,11 @@ fn bench(args: &[&str]) -> String {
     String::from_utf8(output.stdout).expect("utf-8 output")
 }
 
+/// The JSON document the bench wrote to `path`.
+fn read_json(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("json written")).expect("valid JSON")
+}
+
 fn number(v: &Value, key: &str) -> f64 {
     v.get(key)
         .and_then(Value::as_f64)
@@ -65,8 +70,7 @@ fn tiny_matrix_json_schema_interleaving_and_statistics() {
         "--quiet",
     ]);
 
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json written")).expect("valid JSON");
+    let doc = read_json(&json_path);
     let runs = doc["runs"].as_array().expect("runs is a list");
     let summary = doc["summary"].as_array().expect("summary is a list");
     assert_eq!(runs.len(), 2 * 2 * 2, "2 scenarios x 2 schedulers x 2 repeats");
@@ -151,8 +155,7 @@ fn best_static_searches_pins_and_plots() {
         plot_path.to_str().expect("utf-8 path"),
         "--quiet",
     ]);
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json written")).expect("valid JSON");
+    let doc = read_json(&json_path);
 
     let cores = doc["setup"]["cores"].as_u64().expect("cores") as usize;
     let calibration = &doc["calibration"][0];
@@ -236,8 +239,7 @@ fn a_command_runs_as_the_workload_told_its_threads_and_timed_start_to_exit() {
         json_path.to_str().expect("utf-8 path"),
         "--quiet",
     ]);
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json written")).expect("valid JSON");
+    let doc = read_json(&json_path);
     let runs = doc["runs"].as_array().expect("runs is a list");
     assert_eq!(runs.len(), 2 * 2);
     let threads = runs[0]["threads"].as_u64().expect("threads");

@@ -23,7 +23,8 @@
 //!        last window), at least 0: a champion that got worse than the
 //!        other arm was is checked at once; `assumed_loss` before the other
 //!        arm was ever measured (so the first probe waits
-//!        assumed_loss / probe_cost windows: 15, 4.5 s, by default),
+//!        assumed_loss / probe_cost windows: the 15th, after 4.2 s,
+//!        by default),
 //!        0 when Linux's last window spent >= blind_waiting of its CPU
 //!        time in waiting code (spinning at barriers: probe at once), or
 //!        its threads spent >= blind_queued of their runnable time queued
