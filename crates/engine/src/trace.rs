@@ -5,8 +5,8 @@
 //! period (list syntax, e.g. `1` or `0-1`), `speed` the measured speed over
 //! the period, `utility` what the policy learned from (empty when unknown),
 //! `bubble` the name of the thread's bubble (`--bubbles`; empty when in
-//! none) and `waiting` the share of the thread's CPU-clock samples found in
-//! waiting code over the period (empty when it was not sampled).
+//! none) and `waiting` the share of the thread's recent CPU-clock samples
+//! found in waiting code, older periods fading (empty before it was sampled).
 
 use crate::EngineError;
 use crate::target::ThreadInfo;

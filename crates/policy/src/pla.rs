@@ -138,11 +138,12 @@ impl Pla {
     pub fn choose_among<R: Rng + ?Sized>(&mut self, rng: &mut R, allowed: impl Fn(usize) -> bool) -> usize {
         let (scale, floor) = self.perturbation();
         let draw: f64 = rng.random();
-        let any_open = self.actions.iter().any(|&place| allowed(place));
-        let open = |index: usize| !any_open || allowed(self.actions[index]);
+        let allowed_count = self.actions.iter().filter(|&&place| allowed(place)).count();
+        let everything = allowed_count == 0 || allowed_count == self.actions.len();
+        let open = |index: usize| everything || allowed(self.actions[index]);
         // σ sums to 1 over all actions; over some of them, the draw is
         // scaled to their share.
-        let draw = if self.actions.iter().all(|&place| allowed(place)) || !any_open {
+        let draw = if everything {
             draw
         } else {
             let share: f64 = (0..self.x.len())

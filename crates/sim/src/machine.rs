@@ -207,7 +207,11 @@ pub struct SimMachine {
     threads: Vec<SimThread>,
     /// Runnable weight of the program's threads per core (R_j).
     runnable: Vec<f64>,
-    /// The program's live threads per core, runnable or asleep.
+    /// The program's threads sleep at barriers and the background is
+    /// another session's: fixed for the run.
+    wake_preempts: bool,
+    /// The program's live threads per core, runnable or asleep (counted
+    /// only when `wake_preempts`).
     residents: Vec<u32>,
     /// Their sum over the cores (R).
     runnable_total: f64,
@@ -290,6 +294,7 @@ impl SimMachine {
             .collect();
         let program = spec.build(cores.len());
         let m = cores.len();
+        let wake_preempts = params.load_session == LoadSession::Own && program.sleeps_at_barriers();
         let mut machine = SimMachine {
             params,
             core_node,
@@ -305,6 +310,7 @@ impl SimMachine {
             program,
             threads: Vec::with_capacity(spec.threads),
             runnable: vec![0.0; m],
+            wake_preempts,
             residents: vec![0; m],
             runnable_total: 0.0,
             load: vec![0.0; m],
@@ -471,7 +477,7 @@ impl SimMachine {
             if task.activity.runnable() {
                 self.runnable[thread.core] += thread.weight;
             }
-            if task.activity != Activity::Done {
+            if self.wake_preempts && task.activity != Activity::Done {
                 self.residents[thread.core] += 1;
             }
         }
@@ -502,10 +508,7 @@ impl SimMachine {
         let program = self.program_load(self.runnable[core], self.runnable_total);
         let whole = program + self.bg[core];
         let by_weight = if whole > 0.0 { program / whole } else { 0.0 };
-        let preempts = self.params.load_session == LoadSession::Own
-            && program > 0.0
-            && self.residents[core] >= 2
-            && self.program.sleeps_at_barriers();
+        let preempts = self.wake_preempts && program > 0.0 && self.residents[core] >= 2;
         if preempts {
             by_weight.max(WAKE_PREEMPT_SHARE)
         } else {

@@ -211,14 +211,12 @@ impl LiveProcess {
     /// `metric` must already be resolved (not `Auto`); `place_cpus` are the
     /// CPU sets of the layout's places; `period_s` the nominal period.
     pub fn new(scope: Scope, metric: Metric, place_cpus: Vec<CpuSet>, period_s: f64) -> Self {
-        let all = place_cpus.iter().fold(CpuSet::new(), |union, cpus| union.union(cpus));
-        let whole_place = place_cpus.iter().position(|cpus| *cpus == all);
-        LiveProcess {
+        let mut process = LiveProcess {
             // Attached to an ancestor of pinlearn, never watch pinlearn.
             tasks: TaskWatcher::new(scope.root, scope.children).skipping(std::process::id()),
             scope,
             metric,
-            place_cpus,
+            place_cpus: Vec::new(),
             threads: BTreeMap::new(),
             key_of: HashMap::new(),
             generation: HashMap::new(),
@@ -226,7 +224,7 @@ impl LiveProcess {
             process_original: HashMap::new(),
             parents: HashMap::new(),
             pinned_processes: HashSet::new(),
-            whole_place,
+            whole_place: None,
             follow_program_affinity: true,
             notes: Vec::new(),
             cpuset: None,
@@ -237,14 +235,16 @@ impl LiveProcess {
             progress: None,
             waiting: None,
             queued: None,
-            all_cpus: all.len(),
+            all_cpus: 0,
             last_observe: None,
             nominal_period_s: period_s,
             memory_nodes: None,
             sampling: None,
             rate_peak: FadingPeak::default(),
             bubble_channel: None,
-        }
+        };
+        process.set_place_cpus(place_cpus);
+        process
     }
 
     /// Reads the bubbles the root process declares over its bubble channel
@@ -352,10 +352,12 @@ impl LiveProcess {
         self.cpuset_change.take()
     }
 
-    /// New places after a cpuset change (the supervisor's new layout).
+    /// The places, at the start and after a cpuset change (the supervisor's
+    /// new layout), with what follows from them.
     pub fn set_place_cpus(&mut self, place_cpus: Vec<CpuSet>) {
         let all = place_cpus.iter().fold(CpuSet::new(), |union, cpus| union.union(cpus));
         self.whole_place = place_cpus.iter().position(|cpus| *cpus == all);
+        self.all_cpus = all.len();
         self.place_cpus = place_cpus;
     }
 

@@ -85,14 +85,12 @@ impl Schedstat {
     /// on the first call or when the thread was hardly runnable.
     pub fn run_share(&mut self, period_ns: f64) -> io::Result<Option<f64>> {
         let now = self.read()?;
-        self.ran_ns = self.last.map_or(0, |(run0, _, _)| now.0.saturating_sub(run0));
-        self.waited_ns = self.last.map_or(0, |(_, wait0, _)| now.1.saturating_sub(wait0));
-        self.slices = self.last.map_or(0, |(_, _, slices0)| now.2.saturating_sub(slices0));
-        let share = self.last.and_then(|(run0, wait0, _)| {
-            let run = now.0.saturating_sub(run0) as f64;
-            let wait = now.1.saturating_sub(wait0) as f64;
-            (run + wait >= MIN_RUNNABLE_SHARE * period_ns).then(|| run / (run + wait))
-        });
+        let (run0, wait0, slices0) = self.last.unwrap_or(now);
+        self.ran_ns = now.0.saturating_sub(run0);
+        self.waited_ns = now.1.saturating_sub(wait0);
+        self.slices = now.2.saturating_sub(slices0);
+        let (run, wait) = (self.ran_ns as f64, self.waited_ns as f64);
+        let share = (self.last.is_some() && run + wait >= MIN_RUNNABLE_SHARE * period_ns).then(|| run / (run + wait));
         self.last = Some(now);
         Ok(share)
     }
