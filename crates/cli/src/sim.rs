@@ -74,7 +74,7 @@ pub struct SimArgs {
     /// Engine settings file (TOML, as `pinlearn config` prints)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// What a speed sample measures: auto (= cpu), cpu, heartbeat or instructions [default: the settings']
+    /// What a speed sample measures: auto (= useful), useful, cpu, heartbeat or instructions [default: the settings']
     #[arg(long, value_parser = parse_metric)]
     pub metric: Option<Metric>,
     /// CFS weight (and relative work) of the threads, cycled, e.g. 4,3,3,2,2,1

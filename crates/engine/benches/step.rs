@@ -67,6 +67,7 @@ fn decide(c: &mut Criterion) {
             .map(|k| ThreadSample {
                 key: k,
                 speed: Some(0.5 + (k % 7) as f64 * 0.05),
+                share: None,
             })
             .collect();
         let mut period = 0u64;

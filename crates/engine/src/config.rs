@@ -383,6 +383,19 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_crowd_moves_file_is_the_default_with_crowd_moves() {
+        let text = include_str!("../../../configs/crowd-moves.toml");
+        let s = Settings::from_toml_str(text).expect("configs/crowd-moves.toml is valid");
+        s.validate().expect("valid settings");
+        assert_eq!(s.learn.moves, pinlearn_policy::Moves::Crowd);
+        assert!(!s.learn.reset_on_exit);
+        let defaults = Settings::default();
+        assert_eq!(s.learn.crowd, defaults.learn.crowd);
+        assert_eq!(s.learn.guard, defaults.learn.guard, "the rest stays default");
+        assert_eq!(s.learn.objective, defaults.learn.objective);
+    }
+
+    #[test]
     fn the_shipped_papers_learner_file_gives_the_papers_values() {
         let text = include_str!("../../../configs/papers-learner.toml");
         let s = Settings::from_toml_str(text).expect("configs/papers-learner.toml is valid");
@@ -396,6 +409,7 @@ mod tests {
         assert_eq!((learn.numa.nu, learn.numa.eta, learn.numa.gamma), (0.01, 1.25, 0.9));
         assert_eq!((learn.numa.zeta, learn.numa.period_s), (0.02, 2.0));
         assert!(!learn.node_action && !learn.guard.enabled && learn.reset_on_exit);
+        assert_eq!(learn.moves, pinlearn_policy::Moves::Drawn);
     }
 
     #[test]

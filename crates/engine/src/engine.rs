@@ -379,6 +379,7 @@ impl Engine {
                     utility,
                     bubble,
                     waiting,
+                    sample.share,
                 )?;
             }
         }
@@ -547,7 +548,11 @@ mod tests {
 
     impl Target for FakeTarget {
         fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
-            samples.extend(self.threads.iter().map(|&(key, speed)| ThreadSample { key, speed }));
+            samples.extend(self.threads.iter().map(|&(key, speed)| ThreadSample {
+                key,
+                speed,
+                share: None,
+            }));
             Ok(())
         }
         fn place(&mut self, key: ThreadKey, place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {
@@ -701,7 +706,7 @@ mod tests {
         let mut lines = text.lines();
         assert_eq!(
             lines.next(),
-            Some("time_s,period,pid,tid,name,place,speed,utility,bubble,waiting")
+            Some("time_s,period,pid,tid,name,place,speed,utility,bubble,waiting,share")
         );
         let rows: Vec<&str> = lines.collect();
         assert_eq!(rows.len(), 6);

@@ -1,12 +1,14 @@
 //! `--trace FILE`: one CSV row per thread per period.
 //!
 //! Columns: `time_s, period, pid, tid, name, place, speed, utility, bubble,
-//! waiting`, where `place` is the CPU list the thread may run on after this
+//! waiting, share`, where `place` is the CPU list the thread may run on after this
 //! period (list syntax, e.g. `1` or `0-1`), `speed` the measured speed over
 //! the period, `utility` what the policy learned from (empty when unknown),
 //! `bubble` the name of the thread's bubble (`--bubbles`; empty when in
 //! none) and `waiting` the share of the thread's recent CPU-clock samples
-//! found in waiting code, older periods fading (empty before it was sampled).
+//! found in waiting code, older periods fading (empty before it was sampled),
+//! and `share` the share of its runnable time the thread ran over the period
+//! (1: it never waited for a CPU; what the learner's crowd moves use).
 
 use crate::EngineError;
 use crate::target::ThreadInfo;
@@ -20,8 +22,8 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub const HEADER: [&'static str; 10] = [
-        "time_s", "period", "pid", "tid", "name", "place", "speed", "utility", "bubble", "waiting",
+    pub const HEADER: [&'static str; 11] = [
+        "time_s", "period", "pid", "tid", "name", "place", "speed", "utility", "bubble", "waiting", "share",
     ];
 
     pub fn create(path: &Path) -> Result<Self, EngineError> {
@@ -44,6 +46,7 @@ impl Trace {
         utility: f64,
         bubble: &str,
         waiting: Option<f64>,
+        share: Option<f64>,
     ) -> Result<(), EngineError> {
         let number = |v: f64| {
             if v.is_finite() {
@@ -63,6 +66,7 @@ impl Trace {
             number(utility),
             bubble.to_string(),
             waiting.map(number).unwrap_or_default(),
+            share.map(number).unwrap_or_default(),
         ];
         self.writer.write_record(&record).map_err(|e| csv_error(&self.path, e))
     }

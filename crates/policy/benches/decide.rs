@@ -14,6 +14,7 @@ fn decide(c: &mut Criterion) {
             .map(|key| ThreadSample {
                 key,
                 speed: Some(0.3 + 0.6 * ((key * 37) % 101) as f64 / 101.0),
+                share: None,
             })
             .collect();
         let mut period = 0u64;

@@ -4,6 +4,8 @@
 //! ```text
 //!   objective = "balanced:0.5"     →  LearnConfig::objective
 //!   reset_on_exit = true           →  LearnConfig::reset_on_exit
+//!   moves = "crowd"                →  LearnConfig::moves
+//!   [crowd] margin = 0.15 ...      →  LearnConfig::crowd (CrowdConfig)
 //!   [pla]  step = 0.1 ...          →  LearnConfig::pla   (PlaConfig)
 //!   [numa] eta = 1.25 ...          →  LearnConfig::numa  (AspirationConfig)
 //!   [guard] window = 6 ...         →  LearnConfig::guard (GuardConfig)
@@ -19,6 +21,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::aspiration::AspirationConfig;
+use crate::crowd::CrowdConfig;
 use crate::guard::GuardConfig;
 use crate::objective::Objective;
 use crate::pla::PlaConfig;
@@ -36,12 +39,29 @@ pub enum Start {
     Os,
 }
 
+/// How a thread's core is chosen from one period to the next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Moves {
+    /// Its automaton draws a place every period (the papers; the default).
+    #[default]
+    Drawn,
+    /// A thread moves only where the run shares all threads measured say
+    /// it gains (`crate::crowd`).
+    Crowd,
+}
+
 /// Everything the learning policy can be tuned with.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LearnConfig {
     /// What the core-level learners maximise.
     pub objective: Objective,
+    /// How threads change cores: the automata's draws (the papers), or
+    /// crowd-directed moves.
+    pub moves: Moves,
+    /// Crowd-directed moves (`moves = "crowd"`).
+    pub crowd: CrowdConfig,
     /// Core-level perturbed learning automata.
     pub pla: PlaConfig,
     /// NUMA-level aspiration learning.
@@ -79,6 +99,8 @@ impl Default for LearnConfig {
             // that keeps the cores busy, so it gives the learner nothing to
             // go on (docs/design.md, docs/simulator.md).
             objective: Objective::Own,
+            moves: Moves::Drawn,
+            crowd: CrowdConfig::default(),
             pla: PlaConfig::default(),
             numa: AspirationConfig::default(),
             guard: GuardConfig::default(),
@@ -130,7 +152,19 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 19] = [
+        let checks: [(&'static str, f64, bool, &'static str); 21] = [
+            (
+                "crowd.margin",
+                self.crowd.margin,
+                self.crowd.margin >= 0.0 && self.crowd.margin.is_finite(),
+                "a finite number >= 0",
+            ),
+            (
+                "crowd.forget_s",
+                self.crowd.forget_s,
+                self.crowd.forget_s > 0.0 && self.crowd.forget_s.is_finite(),
+                "a finite number of seconds > 0",
+            ),
             ("pla.step", self.pla.step, open_closed(self.pla.step), "in (0, 1]"),
             (
                 "pla.lambda",
@@ -265,6 +299,7 @@ mod tests {
         let cfg = LearnConfig::default();
         assert_eq!(cfg.validate(), Ok(()));
         assert!(cfg.reset_on_exit);
+        assert_eq!(cfg.moves, Moves::Drawn);
         assert_eq!(cfg.objective, Objective::Own, "own, not O1: see the comment in Default");
         assert_eq!(cfg.pla.lambda, 0.02);
         assert_eq!(cfg.numa.gamma, 0.9);

@@ -412,6 +412,12 @@ pub struct HandBack {
 }
 
 impl HandBack {
+    /// The core place `key` ran on at the end of Linux's last window, if
+    /// known.
+    pub fn core_of(&self, key: ThreadKey) -> Option<usize> {
+        self.cores.get(&key).copied()
+    }
+
     /// Records the cores in `input` (the target reports them when the
     /// policy asked, at the end of a Linux window), then returns the places
     /// for the period `arm` runs: `None` for the learner's periods; for a
@@ -827,7 +833,11 @@ mod tests {
 
     fn samples(keys: &[ThreadKey]) -> Vec<crate::ThreadSample> {
         keys.iter()
-            .map(|&key| crate::ThreadSample { key, speed: Some(1.0) })
+            .map(|&key| crate::ThreadSample {
+                key,
+                speed: Some(1.0),
+                share: None,
+            })
             .collect()
     }
 

@@ -1,6 +1,8 @@
-//! The learning policy: a perturbed learning automaton per thread picks a
-//! place inside the thread's NUMA node every core period, and aspiration
-//! learning moves at most one thread to another node every NUMA period.
+//! The learning policy: every core period a thread's perturbed learning
+//! automaton draws a place inside its NUMA node (the papers), or with crowd
+//! moves the thread keeps its core or moves to one where it gains, and
+//! aspiration learning moves at most one thread to another node every NUMA
+//! period.
 //!
 //! ```text
 //!   decide(input)  (threads sorted by key)
@@ -11,6 +13,9 @@
 //!     │                     [cores of node..., node place (node_action)], current = core
 //!     │      one ended   ─► reset_on_exit: everyone re-assigned round-robin
 //!     │                     from scratch, in key order (fresh PLA + NUMA state)
+//!     │      the learner's first period (crowd moves): each thread starts
+//!     │                     on the node Linux had it on (beside its memory),
+//!     │                     on its cores round-robin
 //!     │
 //!     ├─2─ u = objective.utilities(speeds)
 //!     │      every thread not fresh: pla.learn(u_i)  (reinforces last period's place)
@@ -20,7 +25,9 @@
 //!     │        the mover gets a fresh PLA over its new node, current = the
 //!     │        least crowded core there
 //!     │
-//!     └─4─ place_i = fresh ? pla.current() : pla.choose(rng)
+//!     └─4─ moves = "crowd": Crowd::moves over the threads' run shares
+//!            (crowd.rs): stay, or go where the measurements promise more
+//!          moves = "drawn": place_i = fresh ? pla.current() : pla.choose(rng)
 //!            (cores only while the guard finds Linux blind: its last
 //!            window lost to the learner's by more than `decisive`)
 //!            ─► Decision { place, utility = u }
@@ -42,10 +49,11 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState};
-use crate::config::{LearnConfig, Start};
+use crate::config::{LearnConfig, Moves, Start};
+use crate::crowd::{Crowd, Occupant};
 use crate::guard::{Guard, GuardStats, HandBack, Signs};
 use crate::layout::{Layout, PlaceKind};
-use crate::objective::sanitise_speed;
+use crate::objective::{Objective, sanitise_speed};
 use crate::pla::Pla;
 use crate::{Decision, PeriodInput, Policy, ThreadKey};
 
@@ -73,6 +81,13 @@ pub struct LearnPolicy {
     /// The last period was the OS's: its speeds say nothing about the
     /// learner's places.
     after_os: bool,
+    /// What the threads measured of each core (`moves = "crowd"`).
+    crowd: Crowd,
+    /// The learner has placed threads at least once.
+    started: bool,
+    /// The threads were seen spinning (a period's waiting share reached
+    /// `guard.blind_waiting`): run shares do not tell crowding then.
+    spinning: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -113,6 +128,9 @@ impl LearnPolicy {
             guard: Guard::new(cfg.guard),
             hand_back: HandBack::default(),
             after_os: false,
+            crowd: Crowd::default(),
+            started: false,
+            spinning: false,
         }
     }
 
@@ -237,6 +255,69 @@ impl LearnPolicy {
         }
     }
 
+    /// Crowd moves are best responses of the `own` game (each thread its
+    /// own share); a shared objective (`mean`, `balanced`) needs the
+    /// automata's draws, whatever `moves` says. So do threads that spin in
+    /// waiting code: a sibling spinning on a thread's core takes its share
+    /// like any other load, yet moving it away is what makes the program
+    /// progress, which the shares cannot predict (measured: two OpenMP
+    /// threads moved back to one CPU beside each other).
+    fn crowd_moves_on(&self) -> bool {
+        self.cfg.moves == Moves::Crowd && self.cfg.objective == Objective::Own && !self.spinning
+    }
+
+    /// The learner's first period with `moves = "crowd"`: every thread
+    /// Linux placed starts on the node Linux had it on, so that it stays
+    /// beside the memory it touched there, on that node's cores round-robin
+    /// (in key order among the threads Linux put there); the others keep
+    /// their round-robin start. On one node this is the round-robin start.
+    fn start_where_linux_was(&mut self) {
+        let mut on_node = vec![0usize; self.layout.nodes()];
+        for index in 0..self.threads.len() {
+            let Some(core) = self.hand_back.core_of(self.threads[index].key) else {
+                continue;
+            };
+            if self.layout.places().get(core).is_none_or(|p| p.kind != PlaceKind::Core) {
+                continue;
+            }
+            let node = self.node_of_core(core);
+            let cores: Vec<usize> = self.layout.cores_of(node).collect();
+            let core = cores[on_node[node] % cores.len()];
+            on_node[node] += 1;
+            let pla = self.fresh_pla(node, core);
+            let thread = &mut self.threads[index];
+            thread.pla = pla;
+            thread.numa = NumaState::new(node);
+            thread.fresh = true;
+        }
+    }
+
+    /// Step 4 with `moves = "crowd"`: every thread keeps its place unless
+    /// the run shares measured there and elsewhere say it gains by moving
+    /// ([`Crowd::moves`]). Nothing measured in the OS's window counts: it
+    /// was not on the learner's places.
+    fn crowd_moves(&mut self, input: &PeriodInput<'_>, after_os: bool) -> Vec<usize> {
+        let occupants: Vec<Occupant> = self
+            .threads
+            .iter()
+            .zip(input.threads)
+            .map(|(thread, sample)| Occupant {
+                place: thread.pla.current(),
+                share: sample.share.filter(|_| !thread.fresh && !after_os),
+                node: thread.numa.node,
+            })
+            .collect();
+        let place = self
+            .crowd
+            .moves(&self.layout, &self.cfg.crowd, &occupants, input.time_s);
+        for (thread, &to) in self.threads.iter_mut().zip(&place) {
+            thread.fresh = false;
+            let taken = thread.pla.take(to);
+            debug_assert!(taken, "crowd moves stay inside the thread's node");
+        }
+        place
+    }
+
     /// Step 3 on a NUMA tick: one aspiration step over the mean speeds since
     /// the last tick, then the (at most one) migration.
     fn numa_tick(&mut self) {
@@ -278,6 +359,7 @@ impl Policy for LearnPolicy {
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
         self.reconcile(input);
 
+        self.spinning |= input.waiting.is_some_and(|w| w >= self.cfg.guard.blind_waiting);
         let arm = self.guard.next(input.progress_or_speed_sum(), Signs::of(input));
         if let Some(place) = self.hand_back.places(input, arm, self.layout.whole()) {
             // The OS's window: nothing is learned from it, and the first
@@ -288,7 +370,11 @@ impl Policy for LearnPolicy {
                 utility: vec![f64::NAN; self.threads.len()],
             };
         }
-        let speeds: Vec<Option<f64>> = if std::mem::take(&mut self.after_os) {
+        let after_os = std::mem::take(&mut self.after_os);
+        if !std::mem::replace(&mut self.started, true) && self.crowd_moves_on() {
+            self.start_where_linux_was();
+        }
+        let speeds: Vec<Option<f64>> = if after_os {
             vec![None; input.threads.len()]
         } else {
             input.threads.iter().map(|t| t.speed).collect()
@@ -312,6 +398,10 @@ impl Policy for LearnPolicy {
             }
         }
 
+        if self.cfg.core_level && self.crowd_moves_on() {
+            let place = self.crowd_moves(input, after_os);
+            return Decision { place, utility };
+        }
         let rng = &mut self.rng;
         let (layout, core_level) = (&self.layout, self.cfg.core_level);
         // Where Linux measured decisively worse, a thread's whole-node
@@ -347,7 +437,8 @@ mod tests {
     use crate::aspiration::{AspirationConfig, AspirationLevels};
     use crate::guard::{Arm, GuardConfig};
 
-    /// The papers' learner alone: round-robin start, no guard windows.
+    /// The papers' learner alone: round-robin start, the automata draw
+    /// the cores, a reset when a thread ends, no guard windows.
     fn papers() -> LearnConfig {
         LearnConfig {
             guard: GuardConfig {
@@ -355,6 +446,8 @@ mod tests {
                 ..GuardConfig::default()
             },
             start: Start::RoundRobin,
+            moves: Moves::Drawn,
+            reset_on_exit: true,
             ..LearnConfig::default()
         }
     }
@@ -362,7 +455,13 @@ mod tests {
     use crate::{PlaceKind, ThreadSample};
 
     fn samples(keys: &[ThreadKey], speed: Option<f64>) -> Vec<ThreadSample> {
-        keys.iter().map(|&key| ThreadSample { key, speed }).collect()
+        keys.iter()
+            .map(|&key| ThreadSample {
+                key,
+                speed,
+                share: None,
+            })
+            .collect()
     }
 
     fn input(period: u64, threads: &[ThreadSample], numa_tick: bool) -> PeriodInput<'_> {
@@ -430,7 +529,11 @@ mod tests {
         // with the threads on different cores as with either of them left
         // to Linux, while each thread's own speed is the same everywhere
         // (what `own` sees of spinning siblings). Default configuration.
-        let mut policy = LearnPolicy::new(Layout::uniform(1, 2), LearnConfig::default(), 9);
+        let drawn = LearnConfig {
+            moves: Moves::Drawn,
+            ..LearnConfig::default()
+        };
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 2), drawn, 9);
         let whole = policy.layout().whole();
         let threads = samples(&[1, 2], Some(0.5));
         let mut last = vec![whole, whole];
@@ -503,10 +606,15 @@ mod tests {
     fn one_core_and_silent_threads_are_handled() {
         let mut policy = LearnPolicy::new(Layout::uniform(1, 1), papers(), 3);
         let threads = vec![
-            ThreadSample { key: 1, speed: None },
+            ThreadSample {
+                key: 1,
+                speed: None,
+                share: None,
+            },
             ThreadSample {
                 key: 2,
                 speed: Some(0.5),
+                share: None,
             },
         ];
         for period in 0..100 {
@@ -585,6 +693,7 @@ mod tests {
                 lambda: 0.5,
                 ..Default::default()
             },
+            moves: Moves::Drawn,
             ..Default::default()
         };
         let mut policy = LearnPolicy::new(layout, cfg, 9);
@@ -594,10 +703,15 @@ mod tests {
         let mut place_of_idle = first.place[0];
         for period in 1..100 {
             let threads = vec![
-                ThreadSample { key: 1, speed: None },
+                ThreadSample {
+                    key: 1,
+                    speed: None,
+                    share: None,
+                },
                 ThreadSample {
                     key: 2,
                     speed: Some(0.5),
+                    share: None,
                 },
             ];
             let decision = policy.decide(&input(period, &threads, false));
@@ -664,6 +778,7 @@ mod tests {
                 .map(|&key| ThreadSample {
                     key,
                     speed: Some(if key == 1 { 0.1 } else { 1.0 }),
+                    share: None,
                 })
                 .collect();
             let decision = policy.decide(&input(period, &threads, true));
@@ -718,5 +833,125 @@ mod tests {
             let actions = policy.pla(key).unwrap().actions();
             assert_eq!(actions.len(), 3, "thread {key}: {actions:?}");
         }
+    }
+
+    /// Runs `periods` learner periods of four threads on one node of four
+    /// cores where another program holds core 0 with weight 2: a thread's
+    /// run share is 1 / (threads on its core + that core's load). Returns
+    /// the number of moves and the last placement.
+    fn loaded_core_game(moves: Moves, periods: u64) -> (usize, Vec<usize>) {
+        loaded_core_game_waiting(moves, periods, None)
+    }
+
+    /// [`loaded_core_game`] with every period's waiting share `waiting`.
+    fn loaded_core_game_waiting(moves: Moves, periods: u64, waiting: Option<f64>) -> (usize, Vec<usize>) {
+        let cfg = LearnConfig { moves, ..papers() };
+        let layout = Layout::uniform(1, 4);
+        let load = [2.0, 0.0, 0.0, 0.0, 0.0];
+        let mut policy = LearnPolicy::new(layout, cfg, 3);
+        let keys = [1, 2, 3, 4];
+        let mut places: Vec<usize> = Vec::new();
+        let mut moved = 0;
+        for period in 0..periods {
+            let threads: Vec<ThreadSample> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, &key)| {
+                    let share = places.get(i).map(|&p| {
+                        let crowd = places.iter().filter(|&&q| q == p).count() as f64;
+                        if p < 4 { 1.0 / (crowd + load[p]) } else { 0.5 }
+                    });
+                    ThreadSample {
+                        key,
+                        speed: share,
+                        share,
+                    }
+                })
+                .collect();
+            let mut input = input(period, &threads, false);
+            input.waiting = waiting;
+            let decision = policy.decide(&input);
+            if !places.is_empty() {
+                moved += places.iter().zip(&decision.place).filter(|(a, b)| a != b).count();
+            }
+            places = decision.place;
+        }
+        (moved, places)
+    }
+
+    #[test]
+    fn crowd_moves_leave_the_loaded_core_and_then_hardly_move() {
+        // Round-robin puts one thread on the loaded core (a third of it);
+        // it moves beside another thread (a half). Then only a look at the
+        // loaded core once its load is forgotten (every 5 s, 100 periods)
+        // moves anyone.
+        let (moved, places) = loaded_core_game(Moves::Crowd, 1000);
+        assert!(!places.contains(&0), "the loaded core is left: {places:?}");
+        assert!(moved <= 25, "{moved} moves in 1000 periods");
+        // The papers' automata keep drawing.
+        let (drawn, _) = loaded_core_game(Moves::Drawn, 1000);
+        assert!(drawn > 5 * moved, "drawn {drawn} moves, crowd {moved}");
+    }
+
+    #[test]
+    fn threads_seen_spinning_turn_crowd_moves_into_draws() {
+        // The same game, but the threads spend 60% of their CPU time in
+        // waiting code: shares no longer tell crowding, the automata draw
+        // (as many moves as with `moves = "drawn"`, same seed).
+        let (crowd, _) = loaded_core_game_waiting(Moves::Crowd, 1000, Some(0.6));
+        let (drawn, _) = loaded_core_game_waiting(Moves::Drawn, 1000, Some(0.6));
+        assert_eq!(crowd, drawn);
+        // Below `blind_waiting` (0.25) the crowd moves stay.
+        let (quiet, _) = loaded_core_game_waiting(Moves::Crowd, 1000, Some(0.1));
+        assert!(quiet <= 25, "{quiet} moves");
+    }
+
+    #[test]
+    fn crowd_moves_start_on_the_node_where_linux_had_the_threads() {
+        // Linux first; the probe comes at once. At the end of Linux's
+        // window the target says where the threads ran: all three on node
+        // 1 (cores 3 and 4), where their memory is. The learner's first
+        // period keeps them there, round-robin over node 1's cores (a plain
+        // round-robin start would take two of them to node 0), and they
+        // stay on node 1.
+        let cfg = LearnConfig {
+            guard: GuardConfig {
+                assumed_loss: 0.0,
+                window: 2,
+                ..GuardConfig::default()
+            },
+            moves: Moves::Crowd,
+            reset_on_exit: false,
+            ..LearnConfig::default()
+        };
+        let layout = Layout::uniform(2, 2); // node 0: cores 0 1; node 1: 3 4
+        let mut policy = LearnPolicy::new(layout, cfg, 1);
+        let whole = policy.layout().whole();
+        let linux = [Some(4), Some(4), Some(3)];
+        let mut learner = Vec::new();
+        for period in 0..12 {
+            let shares: Vec<ThreadSample> = (1..=3)
+                .map(|key| ThreadSample {
+                    key,
+                    speed: Some(0.5),
+                    share: Some(0.5),
+                })
+                .collect();
+            let wants = policy.wants_cores();
+            let mut input = input(period, &shares, false);
+            if wants {
+                input.cores = Some(&linux);
+            }
+            let decision = policy.decide(&input);
+            if policy.guard().arm() == Arm::Learn && !decision.place.contains(&whole) {
+                learner.push(decision.place);
+            }
+        }
+        assert!(learner.len() >= 2, "the learner had its window: {learner:?}");
+        assert_eq!(learner[0], vec![3, 4, 3], "node 1's cores round-robin");
+        assert!(
+            learner.iter().flatten().all(|&place| place == 3 || place == 4),
+            "{learner:?}"
+        );
     }
 }

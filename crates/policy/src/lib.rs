@@ -21,6 +21,7 @@
 mod aspiration;
 mod bubbles;
 mod config;
+mod crowd;
 mod guard;
 mod layout;
 mod learn;
@@ -36,7 +37,8 @@ pub use aspiration::{
 pub use bubbles::{
     Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, Member, QUIET_PERIODS, REGENERATE_PERIODS, spread,
 };
-pub use config::{ConfigError, ConfigProblem, LearnConfig, Start};
+pub use config::{ConfigError, ConfigProblem, LearnConfig, Moves, Start};
+pub use crowd::{Crowd, CrowdConfig, Occupant};
 pub use guard::{Arm, Guard, GuardConfig, GuardStats, HandBack};
 pub use layout::{Layout, PlaceKind, PlaceSpec};
 pub use learn::LearnPolicy;
@@ -58,6 +60,11 @@ pub struct ThreadSample {
     /// `instructions`, normalised beats for `heartbeat`). `None` when there is
     /// nothing to learn from: the thread is new, or was not runnable at all.
     pub speed: Option<f64>,
+    /// The share of its runnable time the thread spent running over the
+    /// period (1: it never waited for a CPU), whatever the metric; how
+    /// crowded its place is. `None` where the target cannot tell or the
+    /// thread was hardly runnable.
+    pub share: Option<f64>,
 }
 
 /// Everything a policy gets for one core-level period.

@@ -120,6 +120,19 @@ impl Pla {
         self.actions[self.last]
     }
 
+    /// Makes `place` the current place (the one [`Pla::learn`] reinforces
+    /// next), without drawing; `false`, changing nothing, when it is not
+    /// one of the actions.
+    pub fn take(&mut self, place: usize) -> bool {
+        match self.actions.iter().position(|&p| p == place) {
+            Some(index) => {
+                self.last = index;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The perturbed strategy σ = (1−λ)·x + λ/|A| actually sampled.
     pub fn strategy(&self) -> Vec<f64> {
         let (scale, floor) = self.perturbation();

@@ -105,7 +105,13 @@ mod tests {
     use crate::ThreadSample;
 
     fn samples(keys: &[ThreadKey]) -> Vec<ThreadSample> {
-        keys.iter().map(|&key| ThreadSample { key, speed: Some(0.5) }).collect()
+        keys.iter()
+            .map(|&key| ThreadSample {
+                key,
+                speed: Some(0.5),
+                share: None,
+            })
+            .collect()
     }
 
     fn input(threads: &[ThreadSample]) -> PeriodInput<'_> {
@@ -120,11 +126,17 @@ mod tests {
             ThreadSample {
                 key: 1,
                 speed: Some(0.5),
+                share: None,
             },
-            ThreadSample { key: 2, speed: None },
+            ThreadSample {
+                key: 2,
+                speed: None,
+                share: None,
+            },
             ThreadSample {
                 key: 3,
                 speed: Some(-1.0),
+                share: None,
             },
         ];
         let decision = os.decide(&input(&threads));

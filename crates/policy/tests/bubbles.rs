@@ -254,6 +254,7 @@ fn samples(keys: &[u64], quiet: &[u64]) -> Vec<ThreadSample> {
         .map(|&key| ThreadSample {
             key,
             speed: (!quiet.contains(&key)).then_some(0.9),
+            share: None,
         })
         .collect()
 }

@@ -2,17 +2,27 @@
 //! public API: where should the threads end up, and do they get there.
 
 use pinlearn_policy::{
-    Arm, Decision, GuardConfig, Layout, LearnConfig, LearnPolicy, Objective, PeriodInput, Pla, PlaConfig, Policy,
-    ThreadSample,
+    Arm, Decision, GuardConfig, Layout, LearnConfig, LearnPolicy, Moves, Objective, PeriodInput, Pla, PlaConfig,
+    Policy, ThreadSample,
 };
 
-/// The learner alone, without the do-no-harm guard's Os windows.
+/// The automata alone (drawing the cores, as in the papers), without the
+/// do-no-harm guard's Os windows.
 fn unguarded() -> LearnConfig {
     LearnConfig {
         guard: GuardConfig {
             enabled: false,
             ..GuardConfig::default()
         },
+        ..drawn()
+    }
+}
+
+/// The default learner, but the automata draw the cores: these games test
+/// what the automata learn from the speeds alone.
+fn drawn() -> LearnConfig {
+    LearnConfig {
+        moves: Moves::Drawn,
         ..LearnConfig::default()
     }
 }
@@ -107,7 +117,7 @@ fn the_guard_hands_over_to_the_learner_once_it_beats_the_os() {
     // the OS may win the first comparisons; the learner, probed now and
     // then, finds the free core and keeps (or takes back) the lead.
     for seed in 0..3 {
-        let (policy, on_free_core) = free_core_game(LearnConfig::default(), seed, 6000);
+        let (policy, on_free_core) = free_core_game(drawn(), seed, 6000);
         let stats = policy.guard().stats();
         assert_eq!(policy.guard().champion(), Arm::Learn, "seed {seed}: {stats:?}");
         assert!(stats.os_periods > 0, "seed {seed}: the OS was compared");
@@ -137,6 +147,7 @@ fn free_core_game(cfg: LearnConfig, seed: u64, periods: u64) -> (LearnPolicy, us
         let threads = [ThreadSample {
             key: 7,
             speed: Some(speed),
+            share: None,
         }];
         place = policy.decide(&input(period, &threads, false)).place[0];
         if period >= periods - 100 && place == 2 {
@@ -196,6 +207,7 @@ fn play_shared_cores(objective: Objective, seed: u64) -> (usize, usize) {
             .map(|(speed, key)| ThreadSample {
                 key,
                 speed: Some(speed * (1.0 + noise.random_range(-0.02..0.02))),
+                share: None,
             })
             .collect();
         places = policy.decide(&input(period, &threads, false)).place;
@@ -273,6 +285,7 @@ fn run_numa_game(seed: u64) -> Vec<Decision> {
                     ThreadSample {
                         key,
                         speed: Some(slow_node / crowd[place] as f64),
+                        share: None,
                     }
                 })
                 .collect();
@@ -318,6 +331,7 @@ fn thousands_of_threads_on_two_nodes() {
             .map(|&key| ThreadSample {
                 key,
                 speed: (key % 10 != 0).then_some(0.2 + (key % 7) as f64 * 0.1),
+                share: None,
             })
             .collect();
         let tick = period % 5 == 4;

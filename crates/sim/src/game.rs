@@ -479,11 +479,17 @@ mod tests {
             ThreadSample {
                 key: 1,
                 speed: Some(0.5),
+                share: None,
             },
-            ThreadSample { key: 2, speed: None },
+            ThreadSample {
+                key: 2,
+                speed: None,
+                share: None,
+            },
             ThreadSample {
                 key: 7,
                 speed: Some(1.0),
+                share: None,
             },
         ];
         let decision = policy.decide(&PeriodInput {

@@ -234,6 +234,9 @@ pub struct SimMachine {
     /// while the program had less than all the cores ([`Target::queued`]).
     last_queued: Option<f64>,
     rng: ChaCha8Rng,
+    /// The measurement noise of the threads' run shares, drawn apart from
+    /// `rng` so that what the model does never depends on what is measured.
+    share_rng: ChaCha8Rng,
     completion: Option<f64>,
     /// Nominal core-seconds each core gave to application threads.
     app_cpu_s: Vec<f64>,
@@ -323,6 +326,7 @@ impl SimMachine {
             last_waiting: None,
             last_queued: None,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51a7_0000_0001),
+            share_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51a7_0000_0002),
             completion: None,
             app_cpu_s: vec![0.0; m],
             background_cpu_s: vec![0.0; m],
@@ -882,19 +886,18 @@ impl SimMachine {
     // ----- measurement -----------------------------------------------------
 
     fn noisy(&mut self, value: f64) -> f64 {
-        if self.params.noise <= 0.0 {
-            return value;
-        }
-        // Box-Muller: one standard normal draw from two uniforms.
-        let u1: f64 = self.rng.random::<f64>().max(f64::MIN_POSITIVE);
-        let u2: f64 = self.rng.random();
-        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-        value * (1.0 + self.params.noise * z).max(0.0)
+        noisy(&mut self.rng, self.params.noise, value)
+    }
+
+    /// The share of its runnable time a thread ran (the schedstat ratio),
+    /// `None` when it was hardly runnable.
+    fn run_share(acc: &Accumulated, elapsed: f64) -> Option<f64> {
+        let runnable = acc.running_s + acc.waiting_s;
+        (runnable >= MIN_RUNNABLE_SHARE * elapsed && runnable > 0.0).then(|| acc.cpu_s / runnable)
     }
 
     fn speed_of(&self, acc: &Accumulated, elapsed: f64) -> Option<f64> {
-        let runnable = acc.running_s + acc.waiting_s;
-        let run_share = (runnable >= MIN_RUNNABLE_SHARE * elapsed && runnable > 0.0).then(|| acc.cpu_s / runnable);
+        let run_share = Self::run_share(acc, elapsed);
         match self.params.metric {
             SimMetric::Cpu => run_share,
             SimMetric::Heartbeat => Some(acc.work / elapsed),
@@ -909,6 +912,19 @@ impl SimMachine {
             }),
         }
     }
+}
+
+/// `value` with multiplicative Gaussian noise of standard deviation `noise`
+/// (never below 0).
+fn noisy(rng: &mut ChaCha8Rng, noise: f64, value: f64) -> f64 {
+    if noise <= 0.0 {
+        return value;
+    }
+    // Box-Muller: one standard normal draw from two uniforms.
+    let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+    let u2: f64 = rng.random();
+    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+    value * (1.0 + noise * z).max(0.0)
 }
 
 impl Target for SimMachine {
@@ -928,9 +944,13 @@ impl Target for SimMachine {
             ran += acc.running_s;
             queued += acc.waiting_s;
             let speed = elapsed.and_then(|e| self.speed_of(&acc, e)).map(|s| self.noisy(s));
+            let share = elapsed
+                .and_then(|e| Self::run_share(&acc, e))
+                .map(|s| noisy(&mut self.share_rng, self.params.noise, s).min(1.0));
             samples.push(ThreadSample {
                 key: self.threads[index].key,
                 speed,
+                share,
             });
         }
         self.last_samples.clone_from(samples);

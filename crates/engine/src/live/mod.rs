@@ -699,7 +699,11 @@ impl LiveProcess {
             if let Some(&rate) = rates.get(&thread.who.tid) {
                 measured.beat_rates.push((samples.len(), rate));
             }
-            samples.push(ThreadSample { key, speed });
+            samples.push(ThreadSample {
+                key,
+                speed,
+                share: cpu_share,
+            });
         }
         for tid in gone {
             self.forget(tid);

@@ -1,0 +1,258 @@
+//! Crowd-directed moves: a core-level choice for the learner beyond the
+//! papers (`moves = "crowd"`, `configs/crowd-moves.toml`).
+//!
+//! ```text
+//!   every learner period, from what all threads measured on the places
+//!   they held (run share s = run time / runnable time, schedstat's ratio):
+//!
+//!   1. per core c holding k measured threads with mean share s̄:
+//!        others' weight  b_c = max(0, 1/s̄ − k)     (1/s̄ = everything runnable there)
+//!        remembered with its time; a core nobody holds uses its last b_c
+//!        for `forget_s`, then 0 again (load moves on: look again)
+//!   2. a newcomer on c would get  p_c = 1 / (k_c + 1 + b_c)
+//!   3. threads in order of share, most crowded first:
+//!        c* = the core of its node with the largest p_c
+//!        p_c* > s · (1 + margin) ?  move there, k updated at once
+//!                                   (so two threads never rush to one core)
+//!        else stay
+//! ```
+//!
+//! The papers' automata draw a new place at random every period and
+//! reinforce what measured well, so with 40 threads some move every period;
+//! each move of a thread that meets its siblings at a barrier makes the
+//! whole program wait for it. These moves are best responses in the papers'
+//! own load game (a thread's speed is its core's capacity over the crowd
+//! there): a thread moves only where the measurements say it gains by more
+//! than `margin`, and an assignment none of them gains from (a Nash
+//! equilibrium, such as round-robin when it is one) is left alone. The run
+//! share, not the metric's speed, is what tells crowding apart: a thread
+//! that blocks at barriers shows the same speed wherever it waits, but it
+//! waits for a CPU only where the CPU is crowded. Threads that spin in
+//! waiting code break the model (a spinning sibling crowds a core like any
+//! load, yet moving it away is what lets the program progress): the learner
+//! draws instead for programs seen spinning (`learn.rs`).
+//!
+//! Pure: the same inputs give the same moves.
+
+use serde::{Deserialize, Serialize};
+
+use crate::layout::{Layout, PlaceKind};
+
+/// Settings of crowd-directed moves (`[learn.crowd]`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrowdConfig {
+    /// A thread moves only where it is predicted to run this share faster
+    /// (at least 0): measurement noise must not move it.
+    pub margin: f64,
+    /// Seconds an empty core's last measured load is believed (> 0); then
+    /// it is assumed idle again and may be tried.
+    pub forget_s: f64,
+}
+
+impl Default for CrowdConfig {
+    fn default() -> Self {
+        CrowdConfig {
+            margin: 0.15,
+            forget_s: 5.0,
+        }
+    }
+}
+
+/// What one thread brings to a period's moves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Occupant {
+    /// The place it held last period (and holds unless it moves).
+    pub place: usize,
+    /// Its run share there, `None` when not measured (new, just moved,
+    /// hardly runnable): it neither moves nor tells about its core.
+    pub share: Option<f64>,
+    /// Its NUMA node: it moves among that node's cores only (moving
+    /// between nodes is the NUMA level's job: memory stays behind).
+    pub node: usize,
+}
+
+/// The others' load last measured on every core place.
+#[derive(Clone, Debug, Default)]
+pub struct Crowd {
+    /// Per place (indexed like `Layout::places`): others' weight and when
+    /// it was measured.
+    others: Vec<Option<(f64, f64)>>,
+}
+
+impl Crowd {
+    /// The new place of every occupant (aligned with `occupants`), at time
+    /// `now_s`.
+    pub fn moves(&mut self, layout: &Layout, cfg: &CrowdConfig, occupants: &[Occupant], now_s: f64) -> Vec<usize> {
+        let places = layout.places().len();
+        self.others.resize(places, None);
+        let is_core = |place: usize| layout.places().get(place).is_some_and(|p| p.kind == PlaceKind::Core);
+        // Threads holding each core (measured or not: an unmeasured one
+        // just arrived and competes), and the measured shares there.
+        let mut crowd = vec![0usize; places];
+        let mut share_sum = vec![0.0f64; places];
+        let mut measured = vec![0usize; places];
+        for occupant in occupants.iter().filter(|o| is_core(o.place)) {
+            crowd[occupant.place] += 1;
+            if let Some(share) = usable(occupant.share) {
+                share_sum[occupant.place] += share;
+                measured[occupant.place] += 1;
+            }
+        }
+        for place in (0..places).filter(|&p| measured[p] > 0) {
+            let mean = share_sum[place] / measured[place] as f64;
+            self.others[place] = Some(((1.0 / mean - measured[place] as f64).max(0.0), now_s));
+        }
+        // A held core's others are those just measured (or, when none of
+        // its threads was, the last known); an empty one's are believed for
+        // `forget_s`.
+        let others: Vec<f64> = (0..places)
+            .map(|place| match self.others[place] {
+                Some((others, at)) if crowd[place] > 0 || now_s - at < cfg.forget_s => others,
+                _ => 0.0,
+            })
+            .collect();
+
+        let mut order: Vec<usize> = (0..occupants.len())
+            .filter(|&i| usable(occupants[i].share).is_some())
+            .collect();
+        order.sort_by(|&a, &b| {
+            let (sa, sb) = (usable(occupants[a].share), usable(occupants[b].share));
+            sa.partial_cmp(&sb).unwrap_or(std::cmp::Ordering::Equal).then(a.cmp(&b))
+        });
+        let mut placed: Vec<usize> = occupants.iter().map(|o| o.place).collect();
+        let gain = 1.0 + cfg.margin.max(0.0);
+        for index in order {
+            let occupant = occupants[index];
+            let Some(share) = usable(occupant.share) else { continue };
+            if occupant.node >= layout.nodes() {
+                continue;
+            }
+            let newcomer = |place: usize| 1.0 / (crowd[place] as f64 + 1.0 + others[place]);
+            // The first best core on ties.
+            let best = layout
+                .cores_of(occupant.node)
+                .filter(|&core| core != occupant.place)
+                .map(|core| (core, newcomer(core)))
+                .fold(None, |best: Option<(usize, f64)>, (core, p)| match best {
+                    Some((_, q)) if q >= p => best,
+                    _ => Some((core, p)),
+                });
+            if let Some((core, predicted)) = best
+                && predicted > share * gain
+            {
+                if is_core(occupant.place) {
+                    crowd[occupant.place] -= 1;
+                }
+                crowd[core] += 1;
+                placed[index] = core;
+            }
+        }
+        placed
+    }
+}
+
+/// A share the moves can use: finite, in (0, 1].
+fn usable(share: Option<f64>) -> Option<f64> {
+    share.filter(|s| s.is_finite() && *s > 0.0).map(|s| s.min(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(place: usize, share: Option<f64>) -> Occupant {
+        Occupant { place, share, node: 0 }
+    }
+
+    #[test]
+    fn a_crowded_thread_moves_to_an_idle_core_and_one_alone_stays() {
+        // One node, cores 0 1 2 (place 3 the node): two threads share
+        // core 0, one is alone on core 1, core 2 is empty.
+        let layout = Layout::uniform(1, 3);
+        let mut crowd = Crowd::default();
+        let moved = crowd.moves(
+            &layout,
+            &CrowdConfig::default(),
+            &[at(0, Some(0.5)), at(0, Some(0.5)), at(1, Some(1.0))],
+            0.0,
+        );
+        assert_eq!(moved, vec![2, 0, 1], "one of the pair goes, the other stays");
+    }
+
+    #[test]
+    fn a_nash_assignment_is_left_alone() {
+        // Two threads per core on two cores, a load beside the pair on
+        // core 0: moving to core 1 would give 1/3 against 0.3 now, less
+        // than the margin.
+        let layout = Layout::uniform(1, 2);
+        let mut crowd = Crowd::default();
+        let occupants = [at(0, Some(0.3)), at(0, Some(0.3)), at(1, Some(0.5)), at(1, Some(0.5))];
+        assert_eq!(
+            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            vec![0, 0, 1, 1]
+        );
+    }
+
+    #[test]
+    fn a_loaded_core_is_remembered_then_tried_again() {
+        let layout = Layout::uniform(1, 2);
+        let cfg = CrowdConfig::default();
+        let mut crowd = Crowd::default();
+        // A thread alone on core 0 gets a third of it: two others run there.
+        assert_eq!(
+            crowd.moves(
+                &layout,
+                &cfg,
+                &[at(0, Some(0.34)), at(1, Some(0.5)), at(1, Some(0.5))],
+                0.0
+            ),
+            vec![0, 1, 1]
+        );
+        // It leaves core 0 (say the learner's NUMA level moved it): core 1's
+        // threads do not go to core 0 while its load is remembered ...
+        let two = [at(1, Some(0.5)), at(1, Some(0.5))];
+        assert_eq!(crowd.moves(&layout, &cfg, &two, 1.0), vec![1, 1]);
+        // ... and try it once it is forgotten.
+        assert_eq!(crowd.moves(&layout, &cfg, &two, 1.0 + cfg.forget_s), vec![0, 1]);
+    }
+
+    #[test]
+    fn unmeasured_threads_stay_and_count_where_they_are() {
+        let layout = Layout::uniform(1, 2);
+        let mut crowd = Crowd::default();
+        // A new thread on core 1 (no share yet): the crowded one on core 0
+        // would be its second there, 1/2, against 0.45 now: not enough.
+        let occupants = [at(0, Some(0.45)), at(0, Some(0.45)), at(1, None)];
+        assert_eq!(
+            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            vec![0, 0, 1]
+        );
+    }
+
+    #[test]
+    fn moves_stay_inside_the_thread_s_node() {
+        // Two nodes of one core each: a crowded thread on node 0 has no
+        // other core in its node (crossing is the NUMA level's move).
+        let layout = Layout::uniform(2, 1);
+        let mut crowd = Crowd::default();
+        let occupants = [at(0, Some(0.3)), at(0, Some(0.3))];
+        assert_eq!(
+            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            vec![0, 0]
+        );
+    }
+
+    #[test]
+    fn a_thread_the_os_places_is_pinned_where_it_gains() {
+        // Place 2 is node 0 (the OS balances there); the thread got a
+        // quarter of a CPU, an empty core promises all of one.
+        let layout = Layout::uniform(1, 2);
+        let mut crowd = Crowd::default();
+        let occupants = [at(2, Some(0.25)), at(0, Some(1.0))];
+        assert_eq!(
+            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            vec![1, 0]
+        );
+    }
+}

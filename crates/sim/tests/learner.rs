@@ -1,0 +1,97 @@
+//! The learner with crowd moves (`configs/crowd-moves.toml`) at the papers'
+//! scale (2 nodes of 14 cores, 40 threads), against the modelled OS and the
+//! round-robin pin on a reduced matrix: where the OS is right the learner
+//! must not lose more than 2% to it, and where the OS is blind it must come
+//! close to the pin. Deterministic (seeded); the whole matrix, and the
+//! default learner's, is in docs/simulator.md.
+
+use pinlearn_engine::{Metric, PolicyChoice, Settings};
+use pinlearn_experiment::{LoadSession, Scheduler};
+use pinlearn_policy::Moves;
+use pinlearn_sim::{Experiment, MachineParams, SimMetric, WorkloadKind, WorkloadSpec};
+use pinlearn_topology::Topology;
+
+fn papers_machine(kind: WorkloadKind, load_session: LoadSession) -> Experiment {
+    // What configs/crowd-moves.toml sets.
+    let mut settings = Settings::default();
+    settings.learn.moves = Moves::Crowd;
+    settings.learn.reset_on_exit = false;
+    Experiment {
+        topology: Topology::from_synthetic("node:2 core:14 pu:1").unwrap(),
+        workload: WorkloadSpec {
+            kind,
+            threads: 40,
+            duration_s: 60.0,
+            ..WorkloadSpec::default()
+        },
+        params: MachineParams {
+            metric: SimMetric::from(Metric::Auto),
+            load_session,
+            ..MachineParams::default()
+        },
+        settings,
+        // What `pinlearn sim` takes by default: two CPU hogs on a loaded
+        // core in the program's session, one session of weight 1 in its own.
+        background_weight: match load_session {
+            LoadSession::Same => 2.0,
+            LoadSession::Own => 1.0,
+        },
+    }
+}
+
+/// Completion of `choice` in `scenario` with seed 1, simulated seconds.
+fn completion(experiment: &Experiment, scenario: &str, choice: PolicyChoice) -> f64 {
+    let prepared = experiment.prepare(scenario.parse().unwrap()).unwrap();
+    let run = experiment.run(&prepared, Scheduler::policy(choice), 0, 1).unwrap();
+    run.record.completion_s.expect("the run completes")
+}
+
+#[test]
+fn where_the_os_is_right_the_learner_keeps_within_two_percent_of_it() {
+    // Cells where the OS beats the pin (or ties it), and the learner must
+    // notice and keep out of the way. Not every such cell passes yet (the
+    // misses are listed in docs/simulator.md: more threads than cores, and
+    // barrier B.2 and D in the program's session).
+    let cases = [
+        (WorkloadKind::Barrier, LoadSession::Same, "A.3"),
+        (WorkloadKind::Barrier, LoadSession::Same, "B.3"),
+        (WorkloadKind::Independent, LoadSession::Same, "B.3"),
+        (WorkloadKind::Independent, LoadSession::Own, "B.2"),
+        (WorkloadKind::Independent, LoadSession::Own, "C.2"),
+    ];
+    for (kind, session, scenario) in cases {
+        let experiment = papers_machine(kind, session);
+        let os = completion(&experiment, scenario, PolicyChoice::Os);
+        let pin = completion(&experiment, scenario, PolicyChoice::Static);
+        assert!(
+            os <= pin,
+            "{kind:?} {scenario}: the OS is right here: os {os:.1} s, pin {pin:.1} s"
+        );
+        let learn = completion(&experiment, scenario, PolicyChoice::Learn);
+        assert!(
+            learn <= 1.02 * os,
+            "{kind:?} {scenario} ({session:?} session): learn {learn:.1} s, os {os:.1} s"
+        );
+    }
+}
+
+#[test]
+fn where_the_os_is_blind_the_learner_comes_close_to_the_pin() {
+    // Blocking barriers next to another session's job on half of every
+    // node's cores: the modelled OS crowds the free cores (120 s), the
+    // round-robin pin keeps two threads per core (67 s).
+    let experiment = papers_machine(WorkloadKind::Barrier, LoadSession::Own);
+    for scenario in ["A.2", "B.2", "B.3"] {
+        let os = completion(&experiment, scenario, PolicyChoice::Os);
+        let pin = completion(&experiment, scenario, PolicyChoice::Static);
+        let learn = completion(&experiment, scenario, PolicyChoice::Learn);
+        assert!(
+            pin < 0.85 * os,
+            "{scenario}: the OS is blind here: pin {pin:.1} s, os {os:.1} s"
+        );
+        assert!(
+            learn <= 1.05 * pin,
+            "{scenario}: learn {learn:.1} s, pin {pin:.1} s, os {os:.1} s"
+        );
+    }
+}
