@@ -9,9 +9,12 @@
 //!        others' weight  b_c = max(0, 1/s̄ − k)     (1/s̄ = everything runnable there)
 //!        remembered with its time; a core nobody holds uses its last b_c
 //!        for `forget_s`, then 0 again (load moves on: look again)
-//!   2. a newcomer on c would get  p_c = 1 / (k_c + 1 + b_c)
+//!   2. a newcomer on c would get  p_c = 1 / (k_c + 1 + b_c), and the
+//!      program's CPU there is  P_c(k) = k / (k + b_c)
 //!   3. threads in order of share, most crowded first:
-//!        c* = the core of its node with the largest p_c
+//!        c* = the core of its node with the largest p_c, among those where
+//!             the program gains at least what it loses where the thread
+//!             leaves: P_c(k_c + 1) − P_c(k_c) ≥ P_a(k_a) − P_a(k_a − 1)
 //!        p_c* > s · (1 + margin) ?  move there, k updated at once
 //!                                   (so two threads never rush to one core)
 //!        else stay
@@ -31,6 +34,13 @@
 //! waiting code break the model (a spinning sibling crowds a core like any
 //! load, yet moving it away is what lets the program progress): the learner
 //! draws instead for programs seen spinning (`learn.rs`).
+//!
+//! The program's side of the rule came from the real machine: with another
+//! session's load on one CPU, autogroup gives the program half of that CPU
+//! however many of its threads are there, so each thread alone gains by
+//! leaving for the free CPU and the program loses the half it had (all four
+//! threads of a program ended on one CPU). Selfish moves alone are the
+//! papers' game; the veto keeps the ones that do not cost the program.
 //!
 //! Pure: the same inputs give the same moves.
 
@@ -128,11 +138,27 @@ impl Crowd {
             if occupant.node >= layout.nodes() {
                 continue;
             }
-            let newcomer = |place: usize| 1.0 / (crowd[place] as f64 + 1.0 + others[place]);
-            // The first best core on ties.
+            // The program's CPU on a core with k of its threads beside
+            // others of weight b: k / (k + b).
+            let program = |place: usize, k: usize| {
+                let k = k as f64;
+                if k > 0.0 { k / (k + others[place]) } else { 0.0 }
+            };
+            // What the program loses where the thread leaves, and gains
+            // where it goes.
+            let loss = if is_core(occupant.place) {
+                let k = crowd[occupant.place];
+                program(occupant.place, k) - program(occupant.place, k.saturating_sub(1))
+            } else {
+                share
+            };
+            let gain_at = |core: usize| program(core, crowd[core] + 1) - program(core, crowd[core]);
+            let newcomer = |core: usize| 1.0 / (crowd[core] as f64 + 1.0 + others[core]);
+            // The first best core on ties, among those where the program
+            // loses nothing by the move.
             let best = layout
                 .cores_of(occupant.node)
-                .filter(|&core| core != occupant.place)
+                .filter(|&core| core != occupant.place && gain_at(core) >= loss)
                 .map(|core| (core, newcomer(core)))
                 .fold(None, |best: Option<(usize, f64)>, (core, p)| match best {
                     Some((_, q)) if q >= p => best,
@@ -227,6 +253,26 @@ mod tests {
         assert_eq!(
             crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
             vec![0, 0, 1]
+        );
+    }
+
+    #[test]
+    fn a_move_that_costs_the_program_its_share_of_a_loaded_core_is_not_made() {
+        // Two threads beside a load on core 0 get 0.17 each, two on core 1
+        // get 0.47: a third thread on core 1 would get 0.32, more than
+        // 0.17, but the program would gain 0.02 of core 1 and lose 0.14 of
+        // core 0.
+        let layout = Layout::uniform(1, 2);
+        let mut crowd = Crowd::default();
+        let occupants = [
+            at(0, Some(0.17)),
+            at(0, Some(0.17)),
+            at(1, Some(0.47)),
+            at(1, Some(0.47)),
+        ];
+        assert_eq!(
+            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            vec![0, 0, 1, 1]
         );
     }
 

@@ -835,7 +835,7 @@ mod tests {
         }
     }
 
-    /// Runs `periods` learner periods of four threads on one node of four
+    /// Runs `periods` learner periods of three threads on one node of four
     /// cores where another program holds core 0 with weight 2: a thread's
     /// run share is 1 / (threads on its core + that core's load). Returns
     /// the number of moves and the last placement.
@@ -849,7 +849,7 @@ mod tests {
         let layout = Layout::uniform(1, 4);
         let load = [2.0, 0.0, 0.0, 0.0, 0.0];
         let mut policy = LearnPolicy::new(layout, cfg, 3);
-        let keys = [1, 2, 3, 4];
+        let keys = [1, 2, 3];
         let mut places: Vec<usize> = Vec::new();
         let mut moved = 0;
         for period in 0..periods {
@@ -882,12 +882,12 @@ mod tests {
     #[test]
     fn crowd_moves_leave_the_loaded_core_and_then_hardly_move() {
         // Round-robin puts one thread on the loaded core (a third of it);
-        // it moves beside another thread (a half). Then only a look at the
-        // loaded core once its load is forgotten (every 5 s, 100 periods)
-        // moves anyone.
+        // it moves to the empty core. Then nobody moves: the loaded core,
+        // forgotten after 5 s, promises a thread alone on its core nothing
+        // it has not got.
         let (moved, places) = loaded_core_game(Moves::Crowd, 1000);
         assert!(!places.contains(&0), "the loaded core is left: {places:?}");
-        assert!(moved <= 25, "{moved} moves in 1000 periods");
+        assert_eq!(moved, 1, "{moved} moves in 1000 periods: {places:?}");
         // The papers' automata keep drawing.
         let (drawn, _) = loaded_core_game(Moves::Drawn, 1000);
         assert!(drawn > 5 * moved, "drawn {drawn} moves, crowd {moved}");
@@ -903,7 +903,7 @@ mod tests {
         assert_eq!(crowd, drawn);
         // Below `blind_waiting` (0.25) the crowd moves stay.
         let (quiet, _) = loaded_core_game_waiting(Moves::Crowd, 1000, Some(0.1));
-        assert!(quiet <= 25, "{quiet} moves");
+        assert_eq!(quiet, 1);
     }
 
     #[test]
