@@ -46,7 +46,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::layout::{Layout, PlaceKind};
+use crate::layout::Layout;
 
 /// Settings of crowd-directed moves (`[learn.crowd]`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -96,7 +96,7 @@ impl Crowd {
     pub fn moves(&mut self, layout: &Layout, cfg: &CrowdConfig, occupants: &[Occupant], now_s: f64) -> Vec<usize> {
         let places = layout.places().len();
         self.others.resize(places, None);
-        let is_core = |place: usize| layout.places().get(place).is_some_and(|p| p.kind == PlaceKind::Core);
+        let is_core = |place: usize| layout.is_core(place);
         // Threads holding each core (measured or not: an unmeasured one
         // just arrived and competes), and the measured shares there.
         let mut crowd = vec![0usize; places];
@@ -123,18 +123,18 @@ impl Crowd {
             })
             .collect();
 
-        let mut order: Vec<usize> = (0..occupants.len())
-            .filter(|&i| usable(occupants[i].share).is_some())
+        // The measured threads with their shares, most crowded first (key
+        // order on ties).
+        let mut order: Vec<(f64, usize)> = occupants
+            .iter()
+            .enumerate()
+            .filter_map(|(index, o)| usable(o.share).map(|share| (share, index)))
             .collect();
-        order.sort_by(|&a, &b| {
-            let (sa, sb) = (usable(occupants[a].share), usable(occupants[b].share));
-            sa.partial_cmp(&sb).unwrap_or(std::cmp::Ordering::Equal).then(a.cmp(&b))
-        });
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let mut placed: Vec<usize> = occupants.iter().map(|o| o.place).collect();
         let gain = 1.0 + cfg.margin.max(0.0);
-        for index in order {
+        for (share, index) in order {
             let occupant = occupants[index];
-            let Some(share) = usable(occupant.share) else { continue };
             if occupant.node >= layout.nodes() {
                 continue;
             }

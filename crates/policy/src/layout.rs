@@ -172,6 +172,11 @@ impl Layout {
         self.nodes
     }
 
+    /// Whether `place` is a core place (`false` for one out of range).
+    pub fn is_core(&self, place: usize) -> bool {
+        self.places.get(place).is_some_and(|p| p.kind == PlaceKind::Core)
+    }
+
     /// Core places of `node`, in order.
     pub fn cores_of(&self, node: usize) -> impl Iterator<Item = usize> + '_ {
         self.places

@@ -52,7 +52,7 @@ use crate::aspiration::{Aspiration, NumaState};
 use crate::config::{LearnConfig, Moves, Start};
 use crate::crowd::{Crowd, Occupant};
 use crate::guard::{Guard, GuardStats, HandBack, Signs};
-use crate::layout::{Layout, PlaceKind};
+use crate::layout::Layout;
 use crate::objective::{Objective, sanitise_speed};
 use crate::pla::Pla;
 use crate::{Decision, PeriodInput, Policy, ThreadKey};
@@ -272,16 +272,19 @@ impl LearnPolicy {
     /// (in key order among the threads Linux put there); the others keep
     /// their round-robin start. On one node this is the round-robin start.
     fn start_where_linux_was(&mut self) {
+        let node_cores: Vec<Vec<usize>> = (0..self.layout.nodes())
+            .map(|node| self.layout.cores_of(node).collect())
+            .collect();
         let mut on_node = vec![0usize; self.layout.nodes()];
         for index in 0..self.threads.len() {
             let Some(core) = self.hand_back.core_of(self.threads[index].key) else {
                 continue;
             };
-            if self.layout.places().get(core).is_none_or(|p| p.kind != PlaceKind::Core) {
+            if !self.layout.is_core(core) {
                 continue;
             }
             let node = self.node_of_core(core);
-            let cores: Vec<usize> = self.layout.cores_of(node).collect();
+            let cores = &node_cores[node];
             let core = cores[on_node[node] % cores.len()];
             on_node[node] += 1;
             let pla = self.fresh_pla(node, core);
@@ -407,7 +410,7 @@ impl Policy for LearnPolicy {
         // Where Linux measured decisively worse, a thread's whole-node
         // action (Linux places it) is known to lose: only cores are drawn.
         let cores_only = self.guard.os_blind();
-        let is_core = |place: usize| layout.places()[place].kind == PlaceKind::Core;
+        let is_core = |place: usize| layout.is_core(place);
         // A thread that was not measured this period (it hardly ran) keeps
         // its place: a new draw would move it without anything learned.
         let place = self

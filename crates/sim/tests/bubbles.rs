@@ -4,9 +4,11 @@
 //! on core i: `static`) and the modelled OS. Deterministic (seeded).
 
 use pinlearn_engine::{PolicyChoice, Settings};
-use pinlearn_experiment::Scheduler;
 use pinlearn_sim::{Experiment, MachineParams, WorkloadKind, WorkloadSpec};
 use pinlearn_topology::Topology;
+
+mod common;
+use common::completion;
 
 fn heat(numa_factor: f64) -> Experiment {
     Experiment {
@@ -25,13 +27,6 @@ fn heat(numa_factor: f64) -> Experiment {
         settings: Settings::default(),
         background_weight: 2.0,
     }
-}
-
-/// Completion of `scheduler` in `scenario`, simulated seconds.
-fn completion(experiment: &Experiment, scenario: &str, choice: PolicyChoice) -> f64 {
-    let prepared = experiment.prepare(scenario.parse().unwrap()).unwrap();
-    let run = experiment.run(&prepared, Scheduler::policy(choice), 0, 1).unwrap();
-    run.record.completion_s.expect("the run completes")
 }
 
 #[test]

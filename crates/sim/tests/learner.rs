@@ -6,10 +6,13 @@
 //! default learner's, is in docs/simulator.md.
 
 use pinlearn_engine::{Metric, PolicyChoice, Settings};
-use pinlearn_experiment::{LoadSession, Scheduler};
+use pinlearn_experiment::LoadSession;
 use pinlearn_policy::Moves;
 use pinlearn_sim::{Experiment, MachineParams, SimMetric, WorkloadKind, WorkloadSpec};
 use pinlearn_topology::Topology;
+
+mod common;
+use common::completion;
 
 fn papers_machine(kind: WorkloadKind, load_session: LoadSession) -> Experiment {
     // What configs/crowd-moves.toml sets.
@@ -37,13 +40,6 @@ fn papers_machine(kind: WorkloadKind, load_session: LoadSession) -> Experiment {
             LoadSession::Own => 1.0,
         },
     }
-}
-
-/// Completion of `choice` in `scenario` with seed 1, simulated seconds.
-fn completion(experiment: &Experiment, scenario: &str, choice: PolicyChoice) -> f64 {
-    let prepared = experiment.prepare(scenario.parse().unwrap()).unwrap();
-    let run = experiment.run(&prepared, Scheduler::policy(choice), 0, 1).unwrap();
-    run.record.completion_s.expect("the run completes")
 }
 
 #[test]
