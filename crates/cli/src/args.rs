@@ -41,6 +41,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Put back the CPU masks a pinlearn that died (kill -9) left on a process, from its journal.
     Restore(RestoreArgs),
+    /// Show where a supervised program's threads and bubbles are right now.
+    Status(StatusArgs),
     /// Started by run and attach: restores the masks if the manager dies.
     #[command(hide = true)]
     Watchdog(WatchdogArgs),
@@ -51,6 +53,16 @@ pub enum Command {
 pub struct RestoreArgs {
     /// The process pinlearn supervised (the PID given to attach, or run's program).
     pub pid: u32,
+}
+
+/// `pinlearn status PID`.
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// The process a running pinlearn supervises (the PID given to attach, or run's program).
+    pub pid: u32,
+    /// Print the status as one JSON object instead (- for stdout, or a FILE)
+    #[arg(long, value_name = "FILE", value_parser = crate::args::parse_output)]
+    pub json: Option<pinlearn_report::Output>,
 }
 
 /// `pinlearn watchdog` (internal).
@@ -76,7 +88,7 @@ pub struct CommonArgs {
     /// What the learner maximises: own (each thread its own speed), mean, or balanced[:GAMMA] [default: own].
     #[arg(long, value_parser = parse_objective)]
     pub objective: Option<Objective>,
-    /// learn (reinforcement learning), static (round-robin once), os (measure only) or bubbles (spread the --bubbles groups over the topology) [default: learn].
+    /// learn (reinforcement learning), static (round-robin once), os (measure only), bubbles (spread the --bubbles groups over the topology) or bubbles+learn (bubbles, each thread then choosing its core inside its bubble's place by the run shares) [default: learn].
     #[arg(long, value_parser = parse_policy)]
     pub policy: Option<PolicyChoice>,
     /// Only use these CPUs (list syntax such as 0-3,8), within those the target may use.
@@ -91,7 +103,7 @@ pub struct CommonArgs {
     /// Write one CSV row per thread per period to FILE.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// TOML rules putting threads in nested bubbles (by thread-name pattern or PID), for --policy bubbles; see docs/bubbles.md.
+    /// TOML rules putting threads in nested bubbles (by thread-name pattern or PID), for --policy bubbles or bubbles+learn; see docs/bubbles.md.
     #[arg(long, value_name = "FILE")]
     pub bubbles: Option<PathBuf>,
     /// Write the end-of-run summary as JSON to FILE (- for stdout; not with run, whose program writes there).

@@ -38,7 +38,7 @@ pub struct BenchArgs {
     /// The environment variable that tells --command its number of threads
     #[arg(long, value_name = "NAME", default_value = "OMP_NUM_THREADS", requires = "command")]
     pub threads_env: String,
-    /// Schedulers, comma-separated: os, static, learn[:OBJECTIVE], best-static, each but
+    /// Schedulers, comma-separated: os, static (or bound), learn[:OBJECTIVE], bubbles, bubbles+learn, best-static, each but
     /// best-static with an optional @METRIC [default: os,static,learn; --matrix quick
     /// os,learn; full adds best-static]
     #[arg(long, value_parser = parse_schedulers, value_name = "LIST")]

@@ -10,6 +10,7 @@
 //!                            ├► sim         ─► pinlearn_sim (the engine on a modelled NUMA machine)
 //!                            ├► bench       ─► pinlearn_bench (the papers' matrix on this machine)
 //!                            ├► restore     ─► the masks a dead manager left (its journal)
+//!                            ├► status      ─► where a running supervision's threads and bubbles are
 //!                            ├► watchdog    ─► (hidden) started by run/attach, restores if the manager dies
 //!                            └► config      ─► the default settings as TOML
 //!   errors: one line on stderr through failure.rs's Failure; status 2 for bad
@@ -96,6 +97,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Bench(args) => bench::run(&args).map(|()| 0),
         Command::Watchdog(args) => watchdog(&args),
         Command::Restore(args) => restore(&args),
+        Command::Status(args) => status(&args),
         Command::Config => {
             print!("{}", Settings::default().to_toml());
             Ok(0)
@@ -123,6 +125,24 @@ fn watchdog(args: &args::WatchdogArgs) -> Result<u8, Failure> {
             args.journal.display()
         ))),
     }
+}
+
+/// `pinlearn status PID`: where the threads and bubbles of a supervised
+/// program are, from the status its manager keeps.
+fn status(args: &args::StatusArgs) -> Result<u8, Failure> {
+    use pinlearn_engine::status::{StatusError, read};
+    let status = read(args.pid).map_err(|e| match e {
+        StatusError::NotSupervised(..) => Failure::BadInput(e.to_string()),
+        StatusError::Unreadable(..) | StatusError::Stale { .. } => Failure::Runtime(e.to_string()),
+    })?;
+    match &args.json {
+        Some(output) => {
+            let json = serde_json::to_string_pretty(&status).map_err(|e| Failure::Runtime(e.to_string()))?;
+            output.write(&json).map_err(Failure::Runtime)?;
+        }
+        None => print!("{}", status.to_text()),
+    }
+    Ok(0)
 }
 
 /// `pinlearn restore PID`: puts back the masks a dead manager left.

@@ -32,7 +32,7 @@ pub struct SimArgs {
     /// Application threads
     #[arg(long, default_value_t = WorkloadSpec::default().threads)]
     pub threads: usize,
-    /// The simulated program: independent, barrier, barrier-spin, pipeline or heat
+    /// The simulated program: independent, barrier, barrier-spin, pipeline, heat or fib (--threads leaves of a tree of threads created during the run)
     #[arg(long, default_value_t = WorkloadSpec::default().kind)]
     pub workload: WorkloadKind,
     /// Scenarios, comma-separated: A.1 ... C.3, A.D ... C.D (threads per core A 4, B 2, C 1;
@@ -43,7 +43,7 @@ pub struct SimArgs {
     /// Run the whole matrix (A.1 ... C.3 and D)
     #[arg(long, value_parser = ["full"])]
     pub matrix: Option<String>,
-    /// Schedulers, comma-separated: os, static, best-static, learn[:OBJECTIVE], each but
+    /// Schedulers, comma-separated: os, static (or bound), best-static, learn[:OBJECTIVE], bubbles, bubbles+learn, each but
     /// best-static with an optional @METRIC
     #[arg(long, value_parser = parse_schedulers, default_value = "os,static,best-static,learn", value_name = "LIST")]
     pub schedulers: Schedulers,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use pinlearn_workloads::{
-    SyncMode, Work, Workload, aco, binpack, blackscholes, churn, heat, pipeline, stream, swaptions,
+    SyncMode, Work, Workload, aco, binpack, blackscholes, churn, fib, heat, pipeline, stream, swaptions,
 };
 
 use crate::args::parse_duration;
@@ -59,6 +59,27 @@ pub enum WorkloadArgs {
     Churn(ChurnArgs),
     /// Heat conduction: a stripe of the plate per thread, a barrier per step (bubbles paper §5.2)
     Heat(HeatArgs),
+    /// Divide-and-conquer Fibonacci: a tree of threads, --threads leaves (bubbles paper §5.1)
+    Fib(FibArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct FibArgs {
+    /// Compute fib(N) (at most 64)
+    #[arg(long, default_value_t = fib::Options::default().n)]
+    pub n: u32,
+    /// Sub-calls of size G or less are one unit of work (a heartbeat)
+    #[arg(long, default_value_t = fib::Options::default().grain)]
+    pub grain: u32,
+    /// simple (the OS places the threads) or bubbles (bubbles nested as the recursion, placed by pinlearn inside this process)
+    #[arg(long, default_value_t = fib::Options::default().mode)]
+    pub mode: fib::Mode,
+    /// With --mode bubbles: place on this topology instead of the machine's (an hwloc synthetic string, needs --topology-map, or an lstopo XML file)
+    #[arg(long, value_name = "SPEC")]
+    pub topology: Option<String>,
+    /// Real CPUs the PUs of a synthetic --topology stand for, in order
+    #[arg(long, value_parser = crate::args::parse_cpus, value_name = "LIST", requires = "topology")]
+    pub topology_map: Option<pinlearn_topology::CpuSet>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -256,6 +277,13 @@ impl WorkArgs {
                 topology: a.topology.clone(),
                 topology_map: a.topology_map.clone(),
             }),
+            WorkloadArgs::Fib(a) => Workload::Fib(fib::Options {
+                n: a.n,
+                grain: a.grain,
+                mode: a.mode,
+                topology: a.topology.clone(),
+                topology_map: a.topology_map.clone(),
+            }),
             WorkloadArgs::Binpack(a) => Workload::Binpack(binpack::Options {
                 instance: a.instance.clone(),
                 duration: a.duration,
@@ -304,7 +332,7 @@ mod tests {
 
     #[test]
     fn defaults_are_the_librarys() {
-        let cases: [(&str, Workload); 8] = [
+        let cases: [(&str, Workload); 9] = [
             ("aco", Workload::Aco(aco::Options::default())),
             ("pipeline", Workload::Pipeline(pipeline::Options::default())),
             ("stream", Workload::Stream(stream::Options::default())),
@@ -313,6 +341,7 @@ mod tests {
             ("binpack", Workload::Binpack(binpack::Options::default())),
             ("churn", Workload::Churn(churn::Options::default())),
             ("heat", Workload::Heat(heat::Options::default())),
+            ("fib", Workload::Fib(fib::Options::default())),
         ];
         for (name, expected) in cases {
             let work = parse(&[name]).expect(name);

@@ -255,3 +255,103 @@ fn auto_process_gives_each_process_of_a_multi_process_job_its_own_node() {
         "{workers:?}"
     );
 }
+
+#[test]
+fn status_shows_where_the_bubbles_of_a_supervised_program_are_while_it_runs() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(cpus) = first_two_cpus() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(&rules, RULES).unwrap();
+    let config = dir.path().join("noguard.toml");
+    std::fs::write(&config, "[learn.guard]\nenabled = false\n").unwrap();
+    let heat = pinlearn()
+        .args([
+            "work",
+            "heat",
+            "--threads",
+            "4",
+            "--rows",
+            "256",
+            "--steps",
+            "1000000",
+            "--no-heartbeats",
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start heat");
+    let target = heat.id();
+    let heat = Guard(heat);
+    wait_until(std::time::Duration::from_secs(5), || masks(target).len() >= 5);
+    let pid = target.to_string();
+    let map = cpus.join(",");
+    let manager = pinlearn()
+        .args([
+            "attach",
+            "--policy",
+            "bubbles",
+            "--bubbles",
+            rules.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+            "--topology",
+            "node:2 core:1 pu:1",
+            "--topology-map",
+            &map,
+            "--duration",
+            "4s",
+            &pid,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("attach");
+    // Once the names settled and the spread ran, the status holds both
+    // bubbles, each on one node, with its two threads.
+    let mut shown = String::new();
+    wait_until(std::time::Duration::from_secs(4), || {
+        let out = run(&["status", &pid]);
+        shown = String::from_utf8_lossy(&out.stdout).into_owned();
+        out.status.success() && shown.contains("bubble top  CPUs") && shown.contains("bubble bottom  CPUs")
+    });
+    let line = |bubble: &str| -> String {
+        shown
+            .lines()
+            .find(|l| l.starts_with(&format!("bubble {bubble}  CPUs ")))
+            .unwrap_or_else(|| panic!("no bubble {bubble}: {shown}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let (top, bottom) = (line("top"), line("bottom"));
+    assert!(
+        cpus.contains(&top) && cpus.contains(&bottom) && top != bottom,
+        "{shown}"
+    );
+    for thread in ["heat-0", "heat-1", "heat-2", "heat-3"] {
+        assert!(
+            shown.contains(&format!("  {thread} (tid ")),
+            "{thread} missing: {shown}"
+        );
+    }
+    let json = run(&["status", "--json", "-", &pid]);
+    let status: serde_json::Value = serde_json::from_slice(&json.stdout).expect("status JSON");
+    assert_eq!(status["target"].as_u64(), Some(u64::from(target)));
+    assert_eq!(status["policy"], "bubbles");
+
+    let out = manager.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The supervision ended: its status went with it.
+    let after = run(&["status", &pid]);
+    assert_eq!(after.status.code(), Some(2), "{}", stderr(&after));
+    assert!(
+        stderr(&after).contains("no pinlearn supervises process"),
+        "{}",
+        stderr(&after)
+    );
+    drop(heat);
+}

@@ -79,6 +79,17 @@ pub enum PolicyChoice {
     /// Spread the bubbles of `--bubbles` (or every thread alone) over the
     /// topology tree (paper 001).
     Bubbles,
+    /// As `Bubbles`, and inside the place each thread gets, crowd moves
+    /// choose its core from the run shares (`bubbles+learn`).
+    #[serde(rename = "bubbles+learn")]
+    BubblesLearn,
+}
+
+impl PolicyChoice {
+    /// The policy places bubbles (reads `--bubbles` and declared bubbles).
+    pub fn places_bubbles(self) -> bool {
+        matches!(self, PolicyChoice::Bubbles | PolicyChoice::BubblesLearn)
+    }
 }
 
 macro_rules! word_enum {
@@ -104,7 +115,7 @@ macro_rules! word_enum {
     };
 }
 word_enum!(Metric, "metric", "auto" => Auto, "instructions" => Instructions, "cpu" => Cpu, "heartbeat" => Heartbeat, "useful" => Useful, "io" => Io);
-word_enum!(PolicyChoice, "policy", "learn" => Learn, "static" => Static, "os" => Os, "bubbles" => Bubbles);
+word_enum!(PolicyChoice, "policy", "learn" => Learn, "static" => Static, "os" => Os, "bubbles" => Bubbles, "bubbles+learn" => BubblesLearn);
 
 /// All settings of one run.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -24,6 +24,7 @@ use crate::EngineError;
 use crate::bubbles::BubbleRules;
 use crate::declared::DeclaredBubbles;
 use crate::places::Places;
+use crate::status::{StatusBubble, StatusThread};
 use crate::target::{Target, ThreadInfo};
 use crate::trace::Trace;
 use pinlearn_policy::{BubbleInput, PeriodInput, Policy, ThreadKey, ThreadSample};
@@ -144,6 +145,9 @@ pub struct Engine {
     core_of_cpu: Vec<Option<usize>>,
     cores: Vec<Option<usize>>,
     repins: u64,
+    /// Changes whenever a thread comes, goes, moves, is renamed or changes
+    /// bubble (what `pinlearn status` shows).
+    placement_version: u64,
     trace: Option<Trace>,
     /// Memory binding threshold zeta, when enabled.
     memory_binding: Option<f64>,
@@ -185,6 +189,7 @@ impl Engine {
             core_of_cpu,
             cores: Vec::new(),
             repins: 0,
+            placement_version: 0,
             trace,
             memory_binding: None,
             memory_bound: BTreeMap::new(),
@@ -317,7 +322,10 @@ impl Engine {
             self.policy.name()
         );
 
+        let mut placement_changed = false;
         for (i, sample) in self.samples.iter().enumerate() {
+            let known = self.threads.contains_key(&sample.key);
+            placement_changed |= !known;
             let record = self.threads.entry(sample.key).or_insert_with(|| ThreadRecord {
                 who: target.info(sample.key),
                 periods: 0,
@@ -334,11 +342,14 @@ impl Engine {
             if record.ended {
                 record.ended = false;
                 self.ended_listed -= 1;
+                placement_changed = true;
             }
             record.periods += 1;
             if record.periods <= 5 {
                 // Names settle shortly after a thread starts.
-                record.who = target.info(sample.key);
+                let who = target.info(sample.key);
+                placement_changed |= who.name != record.who.name;
+                record.who = who;
             }
             if let Some(speed) = sample.speed {
                 record.speed.add(speed);
@@ -358,12 +369,14 @@ impl Engine {
                 record.place = Some(wanted);
                 record.repins += 1;
                 self.repins += 1;
+                placement_changed = true;
             }
             *record.periods_on.entry(record.place).or_insert(0) += 1;
             if let (Some(rules), Some(bubble)) = (&self.bubbles, self.bubble_of.get(i)) {
                 let name = bubble.map(|b| &rules.set().get(b).name);
                 if record.bubble.as_ref() != name {
                     record.bubble = name.cloned();
+                    placement_changed = true;
                 }
             }
             if let Some(trace) = self.trace.as_mut() {
@@ -383,7 +396,8 @@ impl Engine {
                 )?;
             }
         }
-        self.retire_ended();
+        placement_changed |= self.retire_ended();
+        self.placement_version += u64::from(placement_changed);
         if let Some(zeta) = self.memory_binding
             && numa_tick
             && self.places.layout.nodes() > 1
@@ -401,6 +415,7 @@ impl Engine {
         self.core_of_cpu = places.core_of_cpu();
         self.places = places;
         self.policy = policy;
+        self.placement_version += 1;
         for record in self.threads.values_mut() {
             record.place = None;
             record.periods_on.clear();
@@ -410,10 +425,11 @@ impl Engine {
     /// Marks the records of threads missing from this period as ended:
     /// the first [`ENDED_LISTED`] stay listed, later ones are folded into
     /// the totals and dropped.
-    fn retire_ended(&mut self) {
+    /// Returns whether any thread ended.
+    fn retire_ended(&mut self) -> bool {
         let live = self.samples.len();
         if self.threads.len() - self.ended_listed <= live {
-            return;
+            return false;
         }
         let samples = &self.samples;
         let newly_ended: Vec<ThreadKey> = self
@@ -440,6 +456,39 @@ impl Engine {
         let live_pids: std::collections::BTreeSet<u32> =
             self.threads.values().filter(|r| !r.ended).map(|r| r.who.pid).collect();
         self.memory_bound.retain(|pid, _| live_pids.contains(pid));
+        true
+    }
+
+    /// Changes whenever [`Engine::placement`] may have changed.
+    pub fn placement_version(&self) -> u64 {
+        self.placement_version
+    }
+
+    /// The bubbles known (parents first) and where every live thread is,
+    /// for `pinlearn status`.
+    pub fn placement(&self) -> (Vec<StatusBubble>, Vec<StatusThread>) {
+        let bubbles = self.bubbles.as_ref().map_or_else(Vec::new, |rules| {
+            let set = rules.set();
+            set.iter()
+                .map(|b| StatusBubble {
+                    name: b.name.clone(),
+                    parent: b.parent.map(|p| set.get(p).name.clone()),
+                })
+                .collect()
+        });
+        let threads = self
+            .threads
+            .values()
+            .filter(|r| !r.ended)
+            .map(|r| StatusThread {
+                pid: r.who.pid,
+                tid: r.who.tid,
+                name: r.who.name.clone(),
+                bubble: r.bubble.clone(),
+                cpus: r.place.map(|p| self.place_names[p].clone()),
+            })
+            .collect();
+        (bubbles, threads)
     }
 
     /// Every thread seen so far, listed or not.

@@ -14,7 +14,6 @@
 //! application's business: nothing is installed here.
 
 use crate::EngineError;
-use crate::config::PolicyChoice;
 use crate::declared::{BubbleApi, BubbleId, DeclaredBubbles};
 use crate::live::{Scope, ThreadStacks, get_affinity};
 use crate::session::{Request, Session};
@@ -176,7 +175,7 @@ impl Manager {
         let levels = session.places.levels();
         let bubbles = match &session.declared {
             Some(declared) => declared.clone(),
-            None if session.settings.policy != PolicyChoice::Bubbles => DeclaredBubbles::refusing(format!(
+            None if !session.settings.policy.places_bubbles() => DeclaredBubbles::refusing(format!(
                 "this manager's policy is {}: bubbles are placed by policy = \"bubbles\"",
                 session.settings.policy
             )),
@@ -216,7 +215,7 @@ impl Manager {
                 // periods taken when the wait last looked.
                 let (mut asked_at_step, mut steps_seen) = (0, 0);
                 let mut engine = engine;
-                let (stop, wall) = drive(&mut engine, &mut target, &session, |deadline, steps| {
+                let (stop, wall) = drive(&mut engine, &mut target, &session, None, |deadline, steps| {
                     let mut control = lock(&shared);
                     if steps != steps_seen {
                         steps_seen = steps;

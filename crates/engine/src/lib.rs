@@ -28,6 +28,7 @@ pub mod memory;
 pub mod outside;
 mod places;
 pub mod session;
+pub mod status;
 pub mod supervise;
 pub mod target;
 mod trace;

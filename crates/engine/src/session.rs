@@ -88,9 +88,9 @@ impl Session {
             .map_err(|e| EngineError::bad_input(e.to_string()))?;
         let bubbles = match &request.bubbles {
             None => None,
-            Some(_) if request.settings.policy != PolicyChoice::Bubbles => {
+            Some(_) if !request.settings.policy.places_bubbles() => {
                 return Err(EngineError::bad_input(format!(
-                    "--bubbles is read by the bubbles policy, not by {}: add --policy bubbles",
+                    "--bubbles is read by the bubbles policy, not by {}: add --policy bubbles (or bubbles+learn)",
                     request.settings.policy
                 )));
             }
@@ -122,7 +122,7 @@ impl Session {
             Some(_) => Some(topology.nodes().iter().map(|n| n.os_index).collect()),
         };
         let places = Places::new(&topology);
-        let declared = (request.settings.policy == PolicyChoice::Bubbles && bubbles.is_none())
+        let declared = (request.settings.policy.places_bubbles() && bubbles.is_none())
             .then(|| DeclaredBubbles::new(Some(places.burst_levels())));
         Ok(Session {
             settings: request.settings.clone(),
@@ -165,6 +165,12 @@ impl Session {
             PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),
             PolicyChoice::Os => Box::new(OsPolicy::new(layout)),
             PolicyChoice::Bubbles => Box::new(BubblesPolicy::new(layout, places.tree(), self.settings.learn.guard)),
+            PolicyChoice::BubblesLearn => Box::new(BubblesPolicy::with_learning(
+                layout,
+                places.tree(),
+                self.settings.learn.guard,
+                self.settings.learn.crowd,
+            )),
         }
     }
 

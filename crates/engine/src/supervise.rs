@@ -8,8 +8,10 @@
 //!        │                         target ended? --duration over? SIGINT/SIGTERM/SIGHUP?
 //!        │  journal: each original mask written (0600) before its first change; a watchdog
 //!        │  process restores from it if this manager dies (SIGKILL); `pinlearn restore PID`
+//!        │  status: where every thread is, rewritten when that changes (`pinlearn status PID`)
 //!        ▼  on any way out (also errors and panics, via Drop)
 //!   restore every changed mask ─► journal removed ─► watchdog stopped ─► flush trace ─► Summary
+//!                                  (status removed)
 //!        │
 //!   run: keep forwarding signals until CMD exits; exit with its status
 //! ```
@@ -26,6 +28,7 @@ use crate::engine::{EndedThreads, Engine, ThreadSummary};
 use crate::events::{Event, Events};
 use crate::live::{Journal, LiveProcess, Scope, get_affinity, process_alive, runtime_dir, set_affinity};
 use crate::session::Session;
+use crate::status::StatusFile;
 use serde::Serialize;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
@@ -223,6 +226,7 @@ pub fn drive(
     engine: &mut Engine,
     target: &mut LiveProcess,
     session: &Session,
+    mut status: Option<&mut StatusFile>,
     mut wait: impl FnMut(Instant, u64) -> Option<Wake>,
 ) -> Result<(Stop, Duration), EngineError> {
     let interval = session.settings.interval;
@@ -235,6 +239,9 @@ pub fn drive(
             break Err(e);
         }
         steps += 1;
+        if let Some(status) = status.as_deref_mut() {
+            status.update(engine, start.elapsed().as_secs_f64());
+        }
         // The cgroup cpuset changed: place anew within it.
         if let Some(effective) = target.take_cpuset_change()
             && let Some((places, policy)) = session.replan(&effective)
@@ -369,9 +376,10 @@ fn supervise(
     if let Some(declared) = &session.declared {
         target = target.with_bubble_channel(declared.clone());
     }
+    let mut status = StatusFile::new(pid);
     let cpu0 = cpu_time(false);
     let end = duration.map(|d| Instant::now() + d);
-    let driven = drive(&mut engine, &mut target, session, |deadline, _| {
+    let driven = drive(&mut engine, &mut target, session, Some(&mut status), |deadline, _| {
         let stop = match events.wait_until(end.map_or(deadline, |end| end.min(deadline))) {
             Event::Deadline => end.is_some_and(|end| Instant::now() >= end).then_some(Stop::Duration),
             event => on_event(event),
@@ -388,6 +396,7 @@ fn supervise(
     let mut report = summary(session, &engine, stop, wall, cpu_time(false) - cpu0);
     report.notes.extend(journal_note);
     report.notes.extend(target.take_notes());
+    report.notes.extend(status.take_note());
     Ok(report)
 }
 

@@ -13,8 +13,9 @@
 //!      └─ sim:   the same policy built in process against the simulated machine
 //! ```
 //!
-//! Grammar: `os | static | learn[:OBJECTIVE] | bubbles | best-static`, each but
-//! best-static with an optional `@METRIC`. `best-static` is the best fixed
+//! Grammar: `os | static | learn[:OBJECTIVE] | bubbles | bubbles+learn | best-static`, each but
+//! best-static with an optional `@METRIC`; `bound` (paper 001's word for
+//! thread i pinned on place i) is read as `static` and shown as `static`. `best-static` is the best fixed
 //! per-thread pinning: the bench finds it by trying the distinct ones, the
 //! simulator by solving its load model.
 
@@ -46,7 +47,7 @@ pub struct Scheduler {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SchedulerError {
     #[error(
-        "scheduler \"{text}\": {why}; use os, static, learn, learn:OBJECTIVE (mean, balanced[:GAMMA], own), bubbles or best-static, each but best-static with an optional @METRIC (auto, useful, instructions, cpu, heartbeat, io)"
+        "scheduler \"{text}\": {why}; use os, static (or bound), learn, learn:OBJECTIVE (mean, balanced[:GAMMA], own), bubbles, bubbles+learn or best-static, each but best-static with an optional @METRIC (auto, useful, instructions, cpu, heartbeat, io)"
     )]
     Invalid { text: String, why: String },
     #[error("scheduler {0} is listed twice")]
@@ -90,6 +91,9 @@ impl Scheduler {
         };
         let kind = match name {
             "best-static" => SchedulerKind::BestStatic,
+            // The bubbles paper's name for the hand-made pinning, thread i on
+            // place i: static is exactly that.
+            "bound" => SchedulerKind::Policy(PolicyChoice::Static),
             other => SchedulerKind::Policy(
                 other
                     .parse()
@@ -200,6 +204,16 @@ mod tests {
             let scheduler = Scheduler::parse(text).expect(text);
             assert_eq!(scheduler.to_string(), text);
         }
+    }
+
+    #[test]
+    fn bound_is_the_papers_word_for_static() {
+        assert_eq!(Scheduler::parse("bound"), Scheduler::parse("static"));
+        assert_eq!(Scheduler::parse("bound@cpu").expect("valid").to_string(), "static@cpu");
+        assert_eq!(
+            Scheduler::parse_list("static,bound"),
+            Err(SchedulerError::Twice("static".into()))
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!   2. a newcomer on c would get  p_c = 1 / (k_c + 1 + b_c), and the
 //!      program's CPU there is  P_c(k) = k / (k + b_c)
 //!   3. threads in order of share, most crowded first:
-//!        c* = the core of its node with the largest p_c, among those where
+//!        c* = the core of its area (its node for the learner) with the largest p_c, among those where
 //!             the program gains at least what it loses where the thread
 //!             leaves: P_c(k_c + 1) − P_c(k_c) ≥ P_a(k_a) − P_a(k_a − 1)
 //!        p_c* > s · (1 + margin) ?  move there, k updated at once
@@ -77,9 +77,18 @@ pub struct Occupant {
     /// Its run share there, `None` when not measured (new, just moved,
     /// hardly runnable): it neither moves nor tells about its core.
     pub share: Option<f64>,
-    /// Its NUMA node: it moves among that node's cores only (moving
-    /// between nodes is the NUMA level's job: memory stays behind).
-    pub node: usize,
+    /// The area it may move in: an index into the `areas` given to
+    /// [`Crowd::moves`]. The learner's areas are the NUMA nodes (moving
+    /// between nodes is the NUMA level's job: memory stays behind);
+    /// `bubbles+learn`'s are the places the spread gave each bubble.
+    pub area: usize,
+}
+
+/// Every node's cores, in layout order: the learner's areas.
+pub fn node_areas(layout: &Layout) -> Vec<Vec<usize>> {
+    (0..layout.nodes())
+        .map(|node| layout.cores_of(node).collect())
+        .collect()
 }
 
 /// The others' load last measured on every core place.
@@ -92,8 +101,15 @@ pub struct Crowd {
 
 impl Crowd {
     /// The new place of every occupant (aligned with `occupants`), at time
-    /// `now_s`.
-    pub fn moves(&mut self, layout: &Layout, cfg: &CrowdConfig, occupants: &[Occupant], now_s: f64) -> Vec<usize> {
+    /// `now_s`; an occupant moves only to a core of `areas[occupant.area]`.
+    pub fn moves(
+        &mut self,
+        layout: &Layout,
+        cfg: &CrowdConfig,
+        areas: &[Vec<usize>],
+        occupants: &[Occupant],
+        now_s: f64,
+    ) -> Vec<usize> {
         let places = layout.places().len();
         self.others.resize(places, None);
         let is_core = |place: usize| layout.is_core(place);
@@ -135,9 +151,9 @@ impl Crowd {
         let gain = 1.0 + cfg.margin.max(0.0);
         for (share, index) in order {
             let occupant = occupants[index];
-            if occupant.node >= layout.nodes() {
+            let Some(area) = areas.get(occupant.area) else {
                 continue;
-            }
+            };
             // The program's CPU on a core with k of its threads beside
             // others of weight b: k / (k + b).
             let program = |place: usize, k: usize| {
@@ -156,9 +172,10 @@ impl Crowd {
             let newcomer = |core: usize| 1.0 / (crowd[core] as f64 + 1.0 + others[core]);
             // The first best core on ties, among those where the program
             // loses nothing by the move.
-            let best = layout
-                .cores_of(occupant.node)
-                .filter(|&core| core != occupant.place && gain_at(core) >= loss)
+            let best = area
+                .iter()
+                .copied()
+                .filter(|&core| is_core(core) && core != occupant.place && gain_at(core) >= loss)
                 .map(|core| (core, newcomer(core)))
                 .fold(None, |best: Option<(usize, f64)>, (core, p)| match best {
                     Some((_, q)) if q >= p => best,
@@ -188,7 +205,7 @@ mod tests {
     use super::*;
 
     fn at(place: usize, share: Option<f64>) -> Occupant {
-        Occupant { place, share, node: 0 }
+        Occupant { place, share, area: 0 }
     }
 
     #[test]
@@ -200,6 +217,7 @@ mod tests {
         let moved = crowd.moves(
             &layout,
             &CrowdConfig::default(),
+            &node_areas(&layout),
             &[at(0, Some(0.5)), at(0, Some(0.5)), at(1, Some(1.0))],
             0.0,
         );
@@ -215,7 +233,7 @@ mod tests {
         let mut crowd = Crowd::default();
         let occupants = [at(0, Some(0.3)), at(0, Some(0.3)), at(1, Some(0.5)), at(1, Some(0.5))];
         assert_eq!(
-            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            crowd.moves(&layout, &CrowdConfig::default(), &node_areas(&layout), &occupants, 0.0),
             vec![0, 0, 1, 1]
         );
     }
@@ -230,6 +248,7 @@ mod tests {
             crowd.moves(
                 &layout,
                 &cfg,
+                &node_areas(&layout),
                 &[at(0, Some(0.34)), at(1, Some(0.5)), at(1, Some(0.5))],
                 0.0
             ),
@@ -238,9 +257,12 @@ mod tests {
         // It leaves core 0 (say the learner's NUMA level moved it): core 1's
         // threads do not go to core 0 while its load is remembered ...
         let two = [at(1, Some(0.5)), at(1, Some(0.5))];
-        assert_eq!(crowd.moves(&layout, &cfg, &two, 1.0), vec![1, 1]);
+        assert_eq!(crowd.moves(&layout, &cfg, &node_areas(&layout), &two, 1.0), vec![1, 1]);
         // ... and try it once it is forgotten.
-        assert_eq!(crowd.moves(&layout, &cfg, &two, 1.0 + cfg.forget_s), vec![0, 1]);
+        assert_eq!(
+            crowd.moves(&layout, &cfg, &node_areas(&layout), &two, 1.0 + cfg.forget_s),
+            vec![0, 1]
+        );
     }
 
     #[test]
@@ -251,7 +273,7 @@ mod tests {
         // would be its second there, 1/2, against 0.45 now: not enough.
         let occupants = [at(0, Some(0.45)), at(0, Some(0.45)), at(1, None)];
         assert_eq!(
-            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            crowd.moves(&layout, &CrowdConfig::default(), &node_areas(&layout), &occupants, 0.0),
             vec![0, 0, 1]
         );
     }
@@ -271,7 +293,7 @@ mod tests {
             at(1, Some(0.47)),
         ];
         assert_eq!(
-            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            crowd.moves(&layout, &CrowdConfig::default(), &node_areas(&layout), &occupants, 0.0),
             vec![0, 0, 1, 1]
         );
     }
@@ -284,7 +306,7 @@ mod tests {
         let mut crowd = Crowd::default();
         let occupants = [at(0, Some(0.3)), at(0, Some(0.3))];
         assert_eq!(
-            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            crowd.moves(&layout, &CrowdConfig::default(), &node_areas(&layout), &occupants, 0.0),
             vec![0, 0]
         );
     }
@@ -297,7 +319,7 @@ mod tests {
         let mut crowd = Crowd::default();
         let occupants = [at(2, Some(0.25)), at(0, Some(1.0))];
         assert_eq!(
-            crowd.moves(&layout, &CrowdConfig::default(), &occupants, 0.0),
+            crowd.moves(&layout, &CrowdConfig::default(), &node_areas(&layout), &occupants, 0.0),
             vec![1, 0]
         );
     }

@@ -50,7 +50,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState};
 use crate::config::{LearnConfig, Moves, Start};
-use crate::crowd::{Crowd, Occupant};
+use crate::crowd::{Crowd, Occupant, node_areas};
 use crate::guard::{Guard, GuardStats, HandBack, Signs};
 use crate::layout::Layout;
 use crate::objective::{Objective, sanitise_speed};
@@ -83,6 +83,8 @@ pub struct LearnPolicy {
     after_os: bool,
     /// What the threads measured of each core (`moves = "crowd"`).
     crowd: Crowd,
+    /// Every node's cores: where crowd moves may take a thread.
+    node_cores: Vec<Vec<usize>>,
     /// The learner has placed threads at least once.
     started: bool,
     /// The threads were seen spinning (a period's waiting share reached
@@ -116,6 +118,7 @@ impl LearnPolicy {
                 layout.cores_of(node).chain(whole_node).collect()
             })
             .collect();
+        let node_cores = node_areas(&layout);
         LearnPolicy {
             aspiration: Aspiration::new(cfg.numa, layout.nodes()),
             layout,
@@ -129,6 +132,7 @@ impl LearnPolicy {
             hand_back: HandBack::default(),
             after_os: false,
             crowd: Crowd::default(),
+            node_cores,
             started: false,
             spinning: false,
         }
@@ -272,9 +276,6 @@ impl LearnPolicy {
     /// (in key order among the threads Linux put there); the others keep
     /// their round-robin start. On one node this is the round-robin start.
     fn start_where_linux_was(&mut self) {
-        let node_cores: Vec<Vec<usize>> = (0..self.layout.nodes())
-            .map(|node| self.layout.cores_of(node).collect())
-            .collect();
         let mut on_node = vec![0usize; self.layout.nodes()];
         for index in 0..self.threads.len() {
             let Some(core) = self.hand_back.core_of(self.threads[index].key) else {
@@ -284,7 +285,7 @@ impl LearnPolicy {
                 continue;
             }
             let node = self.node_of_core(core);
-            let cores = &node_cores[node];
+            let cores = &self.node_cores[node];
             let core = cores[on_node[node] % cores.len()];
             on_node[node] += 1;
             let pla = self.fresh_pla(node, core);
@@ -307,12 +308,16 @@ impl LearnPolicy {
             .map(|(thread, sample)| Occupant {
                 place: thread.pla.current(),
                 share: sample.share.filter(|_| !thread.fresh && !after_os),
-                node: thread.numa.node,
+                area: thread.numa.node,
             })
             .collect();
-        let place = self
-            .crowd
-            .moves(&self.layout, &self.cfg.crowd, &occupants, input.time_s);
+        let place = self.crowd.moves(
+            &self.layout,
+            &self.cfg.crowd,
+            &self.node_cores,
+            &occupants,
+            input.time_s,
+        );
         for (thread, &to) in self.threads.iter_mut().zip(&place) {
             thread.fresh = false;
             let taken = thread.pla.take(to);

@@ -38,7 +38,7 @@ pub use bubbles::{
     Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, Member, QUIET_PERIODS, REGENERATE_PERIODS, spread,
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Moves, Start};
-pub use crowd::{Crowd, CrowdConfig, Occupant};
+pub use crowd::{Crowd, CrowdConfig, Occupant, node_areas};
 pub use guard::{Arm, Guard, GuardConfig, GuardStats, HandBack};
 pub use layout::{Layout, PlaceKind, PlaceSpec};
 pub use learn::LearnPolicy;

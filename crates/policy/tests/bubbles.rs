@@ -4,8 +4,8 @@
 //! random trees and bubbles.
 
 use pinlearn_policy::{
-    BubbleError, BubbleInput, BubbleSet, BubbleSpec, BubblesPolicy, GuardConfig, Layout, Member, PeriodInput,
-    PlaceKind, PlaceTree, Policy, QUIET_PERIODS, REGENERATE_PERIODS, ThreadSample, spread,
+    BubbleError, BubbleInput, BubbleSet, BubbleSpec, BubblesPolicy, CrowdConfig, GuardConfig, Layout, Member,
+    PeriodInput, PlaceKind, PlaceTree, Policy, QUIET_PERIODS, REGENERATE_PERIODS, ThreadSample, spread,
 };
 use proptest::prelude::*;
 use std::ops::Range;
@@ -622,4 +622,71 @@ fn a_shake_spreads_afresh_as_if_nothing_were_placed() {
     assert_eq!(decide(&mut policy, 2, &[2, 3], 0), kept, "no shake: nothing moves");
     assert_eq!(decide(&mut policy, 3, &[2, 3], 1), afresh, "a shake spreads afresh");
     assert_eq!(decide(&mut policy, 4, &[2, 3], 1), afresh, "once");
+}
+
+#[test]
+fn bubbles_and_learning_move_a_thread_off_a_loaded_core_inside_its_bubble_s_node() {
+    // One node of 4 cores; a bubble of two threads is spread on two cores.
+    // Another program loads the first thread's core (run share 0.5): with
+    // learning it moves to a free core of the node, plain bubbles keep it.
+    let (layout, tree, _) = machine(1, 4, &[]);
+    let set = bubbles(&[("a", None)]);
+    let of = [Some(0), Some(0)];
+    let no_guard = GuardConfig {
+        enabled: false,
+        ..GuardConfig::default()
+    };
+    let run = |mut policy: BubblesPolicy| -> Vec<Vec<usize>> {
+        (0..3u64)
+            .map(|period| {
+                // After the move both threads have a core to themselves.
+                let shares = match period {
+                    0 => [None, None],
+                    1 => [Some(0.5), Some(1.0)],
+                    _ => [Some(1.0), Some(1.0)],
+                };
+                let threads: Vec<ThreadSample> = [1u64, 2]
+                    .iter()
+                    .zip(shares)
+                    .map(|(&key, share)| ThreadSample {
+                        key,
+                        speed: Some(0.5),
+                        share,
+                    })
+                    .collect();
+                policy
+                    .decide(&PeriodInput {
+                        period,
+                        time_s: period as f64 * 0.05,
+                        threads: &threads,
+                        numa_tick: false,
+                        progress: None,
+                        waiting: None,
+                        queued: None,
+                        cores: None,
+                        bubbles: Some(BubbleInput {
+                            set: &set,
+                            of: &of,
+                            shakes: 0,
+                        }),
+                    })
+                    .place
+            })
+            .collect()
+    };
+    let plain = run(BubblesPolicy::new(layout.clone(), tree.clone(), no_guard));
+    let learning = BubblesPolicy::with_learning(layout.clone(), tree, no_guard, CrowdConfig::default());
+    assert_eq!(learning.name(), "bubbles+learn");
+    let learned = run(learning);
+    assert_eq!(plain[0], learned[0], "the same first places: {plain:?} {learned:?}");
+    assert!(plain[0].iter().all(|&p| layout.is_core(p)), "{plain:?}");
+    assert_eq!(plain[2], plain[0], "plain bubbles never move: {plain:?}");
+    let loaded = learned[0][0];
+    assert_ne!(learned[1][0], loaded, "the loaded thread moves: {learned:?}");
+    assert!(
+        layout.is_core(learned[1][0]) && learned[1][0] != learned[1][1],
+        "{learned:?}"
+    );
+    assert_eq!(learned[1][1], learned[0][1], "the thread alone stays: {learned:?}");
+    assert_eq!(learned[2], learned[1], "and then nothing moves: {learned:?}");
 }

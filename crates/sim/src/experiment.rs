@@ -7,7 +7,8 @@
 //!     │                    background schedule, load game, best static assignment
 //!     ▼
 //!   run(prepared, scheduler, seed):
-//!     policy = os | static | best-static (FixedPolicy) | learn[:objective]  (@metric: what the machine measures)
+//!     policy = os | static | best-static (FixedPolicy) | learn[:objective] | bubbles | bubbles+learn
+//!              (@metric: what the machine measures)
 //!     Engine::new(policy, places, numa_every)
 //!     k = 0, 1, ...:  engine.step(machine, k·T_CPU)      observe + decide + place
 //!                     record speeds, the core of every thread
@@ -31,6 +32,33 @@ use crate::background::BackgroundSchedule;
 use crate::game::{FixedPolicy, LoadGame, Optimum};
 use crate::machine::{MachineParams, SimMachine, SimMetric};
 use crate::workload::{WorkloadKind, WorkloadSpec};
+
+/// `fib`'s bubbles: inner thread i (machine key i + 1) declares bubble
+/// `fib{i}` for its two children, nested in the bubble it is in itself.
+fn fib_bubbles(leaves: usize) -> BubbleRules {
+    let tree = crate::workload::fib_tree(leaves);
+    let inner: Vec<usize> = (0..tree.len()).filter(|&i| tree[i].children.is_some()).collect();
+    let specs = inner
+        .iter()
+        .map(|&i| {
+            let spec = BubbleSpec::new(format!("fib{i}"));
+            match tree[i].parent {
+                Some(parent) => spec.within(format!("fib{parent}")),
+                None => spec,
+            }
+        })
+        .collect();
+    let set = BubbleSet::new(specs).expect("a tree: distinct names, parents declared first");
+    let members = inner
+        .iter()
+        .map(|&i| {
+            tree[i]
+                .children
+                .map_or_else(Vec::new, |c| c.iter().map(|&k| k as u32 + 1).collect())
+        })
+        .collect();
+    BubbleRules::declared(set, members)
+}
 
 /// A run that has not completed after this many times `--duration` stops
 /// and is reported as unfinished.
@@ -157,6 +185,12 @@ impl Experiment {
                 prepared.places.tree(),
                 self.settings.learn.guard,
             )),
+            SchedulerKind::Policy(PolicyChoice::BubblesLearn) => Box::new(BubblesPolicy::with_learning(
+                layout,
+                prepared.places.tree(),
+                self.settings.learn.guard,
+                self.settings.learn.crowd,
+            )),
             SchedulerKind::Policy(PolicyChoice::Learn) => {
                 let cfg = LearnConfig {
                     objective: scheduler.objective.unwrap_or(self.settings.learn.objective),
@@ -169,9 +203,14 @@ impl Experiment {
 
     /// The bubbles the workload declares, as the real program would through
     /// the bubbles API: `heat` builds one bubble per NUMA node from a
-    /// topology query, holding consecutive threads (paper 001 §5.2); the
-    /// other workloads declare none (every thread is its own entity).
+    /// topology query, holding consecutive threads (paper 001 §5.2); `fib`
+    /// one bubble per inner thread holding its two children, nested as the
+    /// recursion (§5.1); the other workloads declare none (every thread is
+    /// its own entity).
     fn declared_bubbles(&self, prepared: &Prepared) -> Option<BubbleRules> {
+        if self.workload.kind == WorkloadKind::Fib {
+            return Some(fib_bubbles(self.workload.threads));
+        }
         if self.workload.kind != WorkloadKind::Heat {
             return None;
         }
@@ -216,7 +255,8 @@ impl Experiment {
             self.settings.numa_every(),
             None,
         );
-        if scheduler.kind == SchedulerKind::Policy(PolicyChoice::Bubbles)
+        if let SchedulerKind::Policy(policy) = scheduler.kind
+            && policy.places_bubbles()
             && let Some(rules) = self.declared_bubbles(prepared)
         {
             engine = engine.with_bubbles(rules);
@@ -230,7 +270,8 @@ impl Experiment {
         let mut speed_count = 0u64;
         let mut running_average: Option<f64> = None;
         let mut series = Vec::new();
-        let mut tracker = (threads.saturating_mul(machine.cores()) <= TRACK_LIMIT)
+        // Programs whose threads come and go (fib) have no final assignment.
+        let mut tracker = (self.workload.tasks() == threads && threads.saturating_mul(machine.cores()) <= TRACK_LIMIT)
             .then(|| AssignmentTracker::new(threads, machine.cores()));
         let mut period = 0u64;
         loop {

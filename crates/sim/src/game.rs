@@ -85,7 +85,13 @@ impl LoadGame {
     /// L(β): the largest load of a core that holds a thread (0 without threads).
     pub fn makespan(&self, assignment: &[usize]) -> f64 {
         let loads = self.loads(assignment);
-        assignment.iter().map(|&core| loads[core]).fold(0.0, f64::max)
+        // Threads that ask for nothing finish with everyone else.
+        assignment
+            .iter()
+            .zip(&self.demands)
+            .filter(|&(_, &d)| d > 0.0)
+            .map(|(&core, _)| loads[core])
+            .fold(0.0, f64::max)
     }
 
     /// u_i(β) for every thread.
@@ -144,7 +150,33 @@ impl LoadGame {
                 exact: true,
             };
         }
-        let first = self.demands[0];
+        // Threads that ask for nothing (fib's inner threads, blocked in join)
+        // change no makespan: they stay on core 0, the others are solved.
+        let asking: Vec<usize> = (0..self.demands.len()).filter(|&i| self.demands[i] > 0.0).collect();
+        let Some(&first) = asking.first().map(|&i| &self.demands[i]) else {
+            return Optimum {
+                assignment: vec![0; self.demands.len()],
+                makespan: 0.0,
+                exact: true,
+            };
+        };
+        if asking.len() < self.demands.len() {
+            let solved = LoadGame {
+                demands: asking.iter().map(|&i| self.demands[i]).collect(),
+                background: self.background.clone(),
+                capacity: self.capacity.clone(),
+            }
+            .optimum();
+            let mut assignment = vec![0; self.demands.len()];
+            for (&thread, &core) in asking.iter().zip(&solved.assignment) {
+                assignment[thread] = core;
+            }
+            return Optimum {
+                makespan: self.makespan(&assignment),
+                assignment,
+                exact: solved.exact,
+            };
+        }
         if self
             .demands
             .iter()

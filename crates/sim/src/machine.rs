@@ -311,7 +311,7 @@ impl SimMachine {
             phase: None,
             bg: vec![0.0; m],
             program,
-            threads: Vec::with_capacity(spec.threads),
+            threads: Vec::with_capacity(spec.tasks()),
             runnable: vec![0.0; m],
             wake_preempts,
             residents: vec![0; m],
@@ -337,10 +337,16 @@ impl SimMachine {
         machine.apply_background_phase();
         let mut placed = vec![0.0; m];
         let mut data = spec.data_shares().into_iter();
-        for index in 0..spec.threads {
+        for index in 0..spec.tasks() {
             let weight = spec.weight(index);
-            let core = machine.fork_core(&placed, weight);
-            placed[core] += weight;
+            // A thread created later is placed when it is (place_newborn).
+            let core = if machine.program.tasks()[index].activity == Activity::Unborn {
+                0
+            } else {
+                let core = machine.fork_core(&placed, weight);
+                placed[core] += weight;
+                core
+            };
             machine.threads.push(SimThread {
                 key: index as ThreadKey + 1,
                 weight,
@@ -419,11 +425,7 @@ impl SimMachine {
 
     /// Threads that have not finished.
     pub fn alive(&self) -> usize {
-        self.program
-            .tasks()
-            .iter()
-            .filter(|t| t.activity != Activity::Done)
-            .count()
+        self.program.tasks().iter().filter(|t| t.activity.exists()).count()
     }
 
     /// The node of a core.
@@ -481,7 +483,7 @@ impl SimMachine {
             if task.activity.runnable() {
                 self.runnable[thread.core] += thread.weight;
             }
-            if self.wake_preempts && task.activity != Activity::Done {
+            if self.wake_preempts && task.activity.exists() {
                 self.residents[thread.core] += 1;
             }
         }
@@ -555,6 +557,9 @@ impl SimMachine {
         if self.program.complete() {
             self.completion = Some(self.now);
             return;
+        }
+        for index in self.program.take_born() {
+            self.place_newborn(index);
         }
         self.recompute_loads();
         let any_wide = self.threads.iter().any(|t| self.place_cores[t.place].len() > 1);
@@ -683,6 +688,38 @@ impl SimMachine {
             })
             .unwrap_or(0);
         self.idlest(&self.node_cores[node], placed)
+    }
+
+    /// A thread just created: it inherits its creator's mask (place), and
+    /// fork balancing puts it on the least loaded node of that place, then
+    /// on the node's idlest core, loads as the balancer sees them without it.
+    fn place_newborn(&mut self, index: usize) {
+        let place = self
+            .program
+            .creator(index)
+            .map_or(self.whole, |creator| self.threads[creator].place);
+        self.recompute_loads();
+        let mut load = self.load.clone();
+        let weight = self.threads[index].weight;
+        load[self.threads[index].core] -= self.program_load(weight, self.runnable_total);
+        let allowed = &self.place_cores[place];
+        let node_load = |node: usize| {
+            let cores: Vec<usize> = allowed.iter().copied().filter(|&c| self.core_node[c] == node).collect();
+            let capacity: f64 = cores.iter().map(|&c| self.capacity[c]).sum();
+            cores.iter().map(|&c| load[c]).sum::<f64>() / capacity
+        };
+        let mut nodes: Vec<usize> = allowed.iter().map(|&c| self.core_node[c]).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let node = nodes
+            .into_iter()
+            .min_by(|&a, &b| node_load(a).total_cmp(&node_load(b)).then(a.cmp(&b)))
+            .unwrap_or(0);
+        let cores: Vec<usize> = allowed.iter().copied().filter(|&c| self.core_node[c] == node).collect();
+        let core = self.idlest(&cores, &load);
+        let thread = &mut self.threads[index];
+        thread.place = place;
+        thread.core = core;
     }
 
     fn idlest(&self, cores: &[usize], load: &[f64]) -> usize {
@@ -935,7 +972,7 @@ impl Target for SimMachine {
         self.work_at_observe = self.totals.work;
         let (mut work, mut instructions, mut ran, mut queued) = (0.0, 0.0, 0.0, 0.0);
         for index in 0..self.threads.len() {
-            if self.program.tasks()[index].activity == Activity::Done {
+            if !self.program.tasks()[index].activity.exists() {
                 continue;
             }
             let acc = std::mem::take(&mut self.threads[index].acc);
@@ -973,7 +1010,7 @@ impl Target for SimMachine {
         let Some(index) = (key as usize).checked_sub(1).filter(|&i| i < self.threads.len()) else {
             return Ok(false);
         };
-        if self.program.tasks()[index].activity == Activity::Done {
+        if !self.program.tasks()[index].activity.exists() {
             return Ok(false);
         }
         if place >= self.place_cores.len() {

@@ -18,6 +18,10 @@
 //!                   neighbours' edge rows (see `WorkloadSpec::data_shares`)
 //!     pipeline      Work ─► push item downstream (Block while the queue is full)
 //!                        ─► pop next item (Block while the queue is empty) ─► Work / Done
+//!     fib           a tree of threads created during the run: an inner thread
+//!                   works a short spawn chunk, its two children are born
+//!                   (Unborn ─► Work, reported in `take_born`), it blocks until
+//!                   both are Done, then it is Done; leaves work ∝ fib(n - d)
 //!   tasks that went Block ─► Work are reported as woken (the OS places them).
 //! ```
 //!
@@ -41,6 +45,9 @@ pub const HEAT_ROWS: usize = 4096;
 /// Work of one pipeline item at the bottleneck stage, in core-seconds.
 const ITEM_SECONDS: f64 = 0.025;
 
+/// Work of creating two threads (`fib`'s inner threads), in core-seconds.
+const SPAWN_SECONDS: f64 = 1e-4;
+
 /// The programs `--workload` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -58,6 +65,9 @@ pub enum WorkloadKind {
     /// Heat conduction (`pinlearn work heat`): blocking barrier rounds, and
     /// each thread's memory accesses partly go to its neighbours' stripes.
     Heat,
+    /// Divide-and-conquer Fibonacci (`pinlearn work fib`): `threads` leaves
+    /// of a tree of threads created while the program runs.
+    Fib,
 }
 
 impl WorkloadKind {
@@ -68,6 +78,7 @@ impl WorkloadKind {
             WorkloadKind::BarrierSpin => "barrier-spin",
             WorkloadKind::Pipeline => "pipeline",
             WorkloadKind::Heat => "heat",
+            WorkloadKind::Fib => "fib",
         }
     }
 }
@@ -82,10 +93,13 @@ impl std::str::FromStr for WorkloadKind {
             WorkloadKind::BarrierSpin,
             WorkloadKind::Pipeline,
             WorkloadKind::Heat,
+            WorkloadKind::Fib,
         ]
         .into_iter()
         .find(|kind| kind.name() == text)
-        .ok_or_else(|| format!("unknown workload {text:?}: use independent, barrier, barrier-spin, pipeline or heat"))
+        .ok_or_else(|| {
+            format!("unknown workload {text:?}: use independent, barrier, barrier-spin, pipeline, heat or fib")
+        })
     }
 }
 
@@ -137,6 +151,16 @@ impl Default for WorkloadSpec {
 }
 
 impl WorkloadSpec {
+    /// The threads the simulated program has over its run: `threads`,
+    /// except for `fib`, whose `threads` leaves come with the inner threads
+    /// that created them (2 x leaves - 1).
+    pub fn tasks(&self) -> usize {
+        match self.kind {
+            WorkloadKind::Fib => (2 * self.threads).saturating_sub(1),
+            _ => self.threads,
+        }
+    }
+
     /// The CFS weight of thread `index`.
     pub fn weight(&self, index: usize) -> f64 {
         if self.weights.is_empty() {
@@ -176,7 +200,7 @@ impl WorkloadSpec {
     /// the real workload's plate of [`HEAT_ROWS`] rows split into one stripe
     /// per thread, a neighbour's share is 1 / (stripe rows + 2).
     pub fn data_shares(&self) -> Vec<Vec<(usize, f64)>> {
-        let n = self.threads;
+        let n = self.tasks();
         if self.kind != WorkloadKind::Heat || n < 2 {
             return (0..n).map(|i| vec![(i, 1.0)]).collect();
         }
@@ -225,7 +249,13 @@ impl WorkloadSpec {
                     })
                     .collect()
             }
-            _ => (0..self.threads).map(|i| self.weight(i)).collect(),
+            // Inner threads wait in join for nearly the whole run.
+            WorkloadKind::Fib => fib_tree(self.threads)
+                .iter()
+                .enumerate()
+                .map(|(i, node)| if node.children.is_none() { self.weight(i) } else { 0.0 })
+                .collect(),
+            _ => (0..self.tasks()).map(|i| self.weight(i)).collect(),
         }
     }
 
@@ -244,12 +274,17 @@ impl WorkloadSpec {
         } else {
             0.0
         };
+        if self.kind == WorkloadKind::Fib {
+            return self.build_fib(cores);
+        }
         let state = match self.kind {
+            WorkloadKind::Fib => unreachable!("built above"),
             WorkloadKind::Independent => {
                 let tasks = weights.iter().map(|w| Task::work(w * per_unit)).collect();
                 return Program {
                     tasks,
                     state: ProgramState::Independent,
+                    born: Vec::new(),
                 };
             }
             WorkloadKind::Barrier | WorkloadKind::BarrierSpin | WorkloadKind::Heat => {
@@ -308,6 +343,7 @@ impl WorkloadSpec {
         let mut program = Program {
             tasks: vec![Task::idle(); n],
             state,
+            born: Vec::new(),
         };
         match &program.state {
             ProgramState::Barrier(barrier) => {
@@ -319,10 +355,98 @@ impl WorkloadSpec {
                 let mut woken = Vec::new();
                 program.settle_pipeline(&mut woken);
             }
-            ProgramState::Independent => {}
+            ProgramState::Independent | ProgramState::Fib(_) => {}
         }
         program
     }
+
+    /// `fib`: the first thread works its spawn chunk (or, alone, the whole
+    /// computation); every other thread is unborn. Leaf work is sized like
+    /// `independent`'s: max(total / cores, largest leaf) = `duration_s`.
+    fn build_fib(&self, cores: f64) -> Program {
+        let tree = fib_tree(self.threads);
+        // fib(n - less) / fib(n) → φ^-less for large n.
+        let golden = (1.0 + 5f64.sqrt()) / 2.0;
+        let relative: Vec<f64> = tree
+            .iter()
+            .map(|node| {
+                if node.children.is_none() {
+                    golden.powi(-(node.less as i32))
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let total: f64 = relative.iter().sum();
+        let largest = relative.iter().copied().fold(0.0, f64::max);
+        let bound = (total / cores).max(largest);
+        let scale = if bound > 0.0 { self.duration_s / bound } else { 0.0 };
+        // Every leaf has some work: a leaf must finish through `settle` to
+        // end its ancestors.
+        let leaf_work: Vec<f64> = relative
+            .iter()
+            .map(|r| if *r > 0.0 { (r * scale).max(SPAWN_SECONDS) } else { 0.0 })
+            .collect();
+        let mut tasks = vec![
+            Task {
+                activity: Activity::Unborn,
+                remaining: 0.0,
+            };
+            tree.len()
+        ];
+        tasks[0] = Task::work(if tree[0].children.is_some() {
+            SPAWN_SECONDS
+        } else {
+            leaf_work[0]
+        });
+        let pending = tree
+            .iter()
+            .map(|node| if node.children.is_some() { 2 } else { 0 })
+            .collect();
+        Program {
+            tasks,
+            state: ProgramState::Fib(FibState {
+                tree,
+                leaf_work,
+                pending,
+            }),
+            born: Vec::new(),
+        }
+    }
+}
+
+/// One thread of the `fib` tree, in creation order (parents first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FibNode {
+    /// The thread that creates it; `None`: the first thread.
+    pub parent: Option<usize>,
+    /// The two threads it creates (fib(n-1), fib(n-2)); `None`: a leaf.
+    pub children: Option<[usize; 2]>,
+    /// How much smaller its argument is than the first thread's n.
+    pub less: u32,
+}
+
+/// The tree of `fib` with `leaves` leaves: the first child of a node gets
+/// the larger half of its leaves and computes fib(n-1), the second fib(n-2),
+/// as `pinlearn work fib` does. Nodes in creation order.
+pub fn fib_tree(leaves: usize) -> Vec<FibNode> {
+    fn grow(tree: &mut Vec<FibNode>, parent: Option<usize>, leaves: usize, less: u32) -> usize {
+        let index = tree.len();
+        tree.push(FibNode {
+            parent,
+            children: None,
+            less,
+        });
+        if leaves > 1 {
+            let first = grow(tree, Some(index), leaves.div_ceil(2), less + 1);
+            let second = grow(tree, Some(index), leaves / 2, less + 2);
+            tree[index].children = Some([first, second]);
+        }
+        index
+    }
+    let mut tree = Vec::with_capacity((2 * leaves).saturating_sub(1));
+    grow(&mut tree, None, leaves.max(1), 0);
+    tree
 }
 
 /// What a thread is doing.
@@ -337,12 +461,19 @@ pub enum Activity {
     Block,
     /// Finished: the thread has exited.
     Done,
+    /// Not created yet (`fib`): the thread does not exist.
+    Unborn,
 }
 
 impl Activity {
     /// Runnable threads compete for their core (spinning ones too).
     pub fn runnable(self) -> bool {
         matches!(self, Activity::Work | Activity::Spin { .. })
+    }
+
+    /// The thread exists: created and not yet ended.
+    pub fn exists(self) -> bool {
+        !matches!(self, Activity::Done | Activity::Unborn)
     }
 }
 
@@ -407,10 +538,20 @@ struct PipelineState {
 }
 
 #[derive(Clone, Debug)]
+struct FibState {
+    tree: Vec<FibNode>,
+    /// Work of each leaf, core-seconds (0 for inner threads).
+    leaf_work: Vec<f64>,
+    /// Children of each thread not yet Done.
+    pending: Vec<u8>,
+}
+
+#[derive(Clone, Debug)]
 enum ProgramState {
     Independent,
     Barrier(BarrierState),
     Pipeline(PipelineState),
+    Fib(FibState),
 }
 
 /// The state of every thread of the simulated program.
@@ -418,6 +559,8 @@ enum ProgramState {
 pub struct Program {
     tasks: Vec<Task>,
     state: ProgramState,
+    /// Threads created since the last [`Program::take_born`].
+    born: Vec<usize>,
 }
 
 impl Program {
@@ -433,6 +576,20 @@ impl Program {
     /// True once every thread has finished.
     pub fn complete(&self) -> bool {
         self.tasks.iter().all(|t| t.activity == Activity::Done)
+    }
+
+    /// The threads created since the last call (`fib`), in creation order.
+    pub fn take_born(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.born)
+    }
+
+    /// The thread that created thread `index` (`fib`); `None` for threads
+    /// that exist from the start.
+    pub fn creator(&self, index: usize) -> Option<usize> {
+        match &self.state {
+            ProgramState::Fib(fib) => fib.tree.get(index).and_then(|node| node.parent),
+            _ => None,
+        }
     }
 
     /// Barrier rounds completed (0 for other workloads).
@@ -521,6 +678,40 @@ impl Program {
                         };
                         if was_blocked && task.activity.runnable() {
                             woken.push(i);
+                        }
+                    }
+                }
+            }
+            ProgramState::Fib(fib) => {
+                for i in finished {
+                    match fib.tree[i].children {
+                        // An inner thread only works its spawn chunk: its
+                        // children start, and it waits for them in join.
+                        Some(children) => {
+                            self.tasks[i] = Task::idle();
+                            for child in children {
+                                self.tasks[child] = Task::work(if fib.tree[child].children.is_some() {
+                                    SPAWN_SECONDS
+                                } else {
+                                    fib.leaf_work[child]
+                                });
+                                self.born.push(child);
+                            }
+                        }
+                        None => {
+                            // A leaf is done: so is every ancestor whose
+                            // children all are (the additions are free).
+                            let mut done = Some(i);
+                            while let Some(node) = done {
+                                self.tasks[node] = Task {
+                                    activity: Activity::Done,
+                                    remaining: 0.0,
+                                };
+                                done = fib.tree[node].parent.filter(|&parent| {
+                                    fib.pending[parent] -= 1;
+                                    fib.pending[parent] == 0
+                                });
+                            }
                         }
                     }
                 }
@@ -643,6 +834,35 @@ mod tests {
         }
         let own_only = spec(WorkloadKind::Barrier, 3).data_shares();
         assert_eq!(own_only, vec![vec![(0, 1.0)], vec![(1, 1.0)], vec![(2, 1.0)]]);
+    }
+
+    #[test]
+    fn fib_threads_are_born_as_their_parents_spawn_and_end_bottom_up() {
+        let tree = fib_tree(4);
+        // Pre-order: fib, fib-0, fib-00, fib-01, fib-1, fib-10, fib-11.
+        assert_eq!(tree.len(), 7);
+        assert_eq!(tree[0].children, Some([1, 4]));
+        assert_eq!(tree[1].children, Some([2, 3]));
+        assert_eq!((tree[2].parent, tree[2].less), (Some(1), 2));
+        assert_eq!((tree[6].parent, tree[6].less), (Some(4), 4));
+        let fib = spec(WorkloadKind::Fib, 4);
+        assert_eq!(fib.tasks(), 7);
+        assert_eq!(fib.demands(), vec![0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]);
+        let mut program = fib.build(4);
+        let exists = |p: &Program| p.tasks.iter().filter(|t| t.activity.exists()).count();
+        assert_eq!(exists(&program), 1, "only the first thread exists at the start");
+        finish_all_chunks(&mut program, 0.0);
+        assert_eq!(program.take_born(), vec![1, 4]);
+        assert_eq!(program.creator(4), Some(0));
+        finish_all_chunks(&mut program, 0.0);
+        assert_eq!(program.take_born(), vec![2, 3, 5, 6]);
+        assert_eq!(program.tasks[0].activity, Activity::Block, "the parent waits in join");
+        // The largest leaf (fib(n-2)) bounds the run: 10 s on 4 idle cores.
+        let largest = program.tasks.iter().map(|t| t.remaining).fold(0.0, f64::max);
+        assert!((largest - 10.0).abs() < 1e-9, "{largest}");
+        assert!(!program.complete());
+        finish_all_chunks(&mut program, 0.0);
+        assert!(program.complete(), "every leaf done ends its ancestors too");
     }
 
     /// Runs every Work task to the end of its chunk, `steps` times.

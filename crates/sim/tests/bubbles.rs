@@ -1,7 +1,8 @@
 //! Bubbles in the simulator: the heat workload on the bubbles paper's
 //! machine (4 nodes of 4 cores, remote memory 3x slower), one bubble per
 //! node declared by the workload, against the hand-made pinning (thread i
-//! on core i: `static`) and the modelled OS. Deterministic (seeded).
+//! on core i: `static`) and the modelled OS; fib, whose threads are
+//! created during the run. Deterministic (seeded).
 
 use pinlearn_engine::{PolicyChoice, Settings};
 use pinlearn_sim::{Experiment, MachineParams, WorkloadKind, WorkloadSpec};
@@ -56,5 +57,36 @@ fn without_remote_memory_cost_heat_bubbles_equal_the_os_on_idle_cores() {
             completion(&experiment, scenario, PolicyChoice::Bubbles),
         );
         assert!(bubbles <= os * 1.02, "{scenario}: bubbles {bubbles} s, os {os} s");
+    }
+}
+
+/// fib with `leaves` leaves on the paper's machine, remote memory cost `F`.
+fn fib(leaves: usize, numa_factor: f64) -> Experiment {
+    Experiment {
+        workload: WorkloadSpec {
+            kind: WorkloadKind::Fib,
+            threads: leaves,
+            ..heat(numa_factor).workload
+        },
+        ..heat(numa_factor)
+    }
+}
+
+#[test]
+fn fib_threads_are_created_during_the_run_and_every_scheduler_finishes_it() {
+    // 16 leaves on 16 idle cores, no remote cost: Linux's fork balancing
+    // puts every new thread on an idle core, so the run takes the largest
+    // leaf's time (the work is sized to 30 s).
+    let experiment = fib(16, 1.0);
+    let os = completion(&experiment, "C.1", PolicyChoice::Os);
+    assert!((30.0..30.5).contains(&os), "os {os} s");
+    for choice in [
+        PolicyChoice::Static,
+        PolicyChoice::Bubbles,
+        PolicyChoice::BubblesLearn,
+        PolicyChoice::Learn,
+    ] {
+        let time = completion(&experiment, "C.1", choice);
+        assert!(time.is_finite() && time >= 30.0, "{choice}: {time} s");
     }
 }

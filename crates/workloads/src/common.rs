@@ -11,6 +11,8 @@
 //! application's progress from outside through the heartbeat channel.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pinlearn_engine::{EngineError, Manager, PolicyChoice, Registration, Request, Settings};
+use pinlearn_topology::{CpuSet, Topology, TopologyError};
 use std::io::IsTerminal;
 
 /// Why a workload could not run.
@@ -140,19 +142,19 @@ impl Common {
 /// Holds spawned workers until all are spawned (`open(true)`) or one could
 /// not be (`open(false)`).
 #[derive(Default)]
-struct StartGate {
+pub(crate) struct StartGate {
     decision: std::sync::Mutex<Option<bool>>,
     decided: std::sync::Condvar,
 }
 
 impl StartGate {
-    fn open(&self, go: bool) {
+    pub(crate) fn open(&self, go: bool) {
         *self.decision.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(go);
         self.decided.notify_all();
     }
 
     /// Waits for the decision; `true` means work.
-    fn wait_for_all(&self) -> bool {
+    pub(crate) fn wait_for_all(&self) -> bool {
         let decision = self.decision.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let decision = self
             .decided
@@ -160,4 +162,58 @@ impl StartGate {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         decision.unwrap_or(false)
     }
+}
+
+/// Where a thread of a workload's `--mode bubbles` was placed: its bubble
+/// and the CPUs it had right after the wake-up.
+#[derive(serde::Serialize, Debug, Clone, PartialEq)]
+pub struct Placed {
+    pub bubble: String,
+    pub cpus: String,
+}
+
+/// The CPUs the calling thread may run on, in order.
+pub(crate) fn allowed_cpus() -> Result<Vec<usize>, WorkError> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .map_err(|e| WorkError::Affinity(format!("cannot read this thread's CPUs: {e}")))?;
+    Ok((0..nix::sched::CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect())
+}
+
+/// The calling thread's CPUs as a list such as `0,1` (what a workload
+/// reports of where a bubble put a thread).
+pub(crate) fn allowed_cpu_list() -> Result<String, WorkError> {
+    Ok(allowed_cpus()?
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(","))
+}
+
+/// Starts pinlearn's bubble scheduler inside this process, for workloads
+/// that declare their bubbles themselves (`--mode bubbles`): only threads
+/// put in a bubble are managed; `topology` (with `topology_map` for a
+/// synthetic one) replaces the machine's.
+pub(crate) fn bubbles_manager(topology: Option<&str>, topology_map: Option<&CpuSet>) -> Result<Manager, WorkError> {
+    let machine = match topology {
+        Some(spec) => Topology::from_spec_onto(spec, topology_map).map_err(|e| match e {
+            TopologyError::NeedsMap { pus, .. } => WorkError::BadInput(format!(
+                "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its {pus} PUs are"
+            )),
+            e => WorkError::BadInput(format!("--topology: {e}")),
+        })?,
+        None => Topology::detect().map_err(|e| WorkError::Affinity(e.to_string()))?,
+    };
+    let request = Request {
+        settings: Settings {
+            policy: PolicyChoice::Bubbles,
+            ..Settings::default()
+        },
+        ..Request::default()
+    };
+    Manager::start_on(&request, Registration::Explicit, &machine).map_err(|e| match e {
+        EngineError::BadInput(message) => WorkError::BadInput(message),
+        e => WorkError::Affinity(format!("pinlearn: {e}")),
+    })
 }

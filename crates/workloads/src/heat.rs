@@ -42,9 +42,10 @@
 //! place on a given topology instead of the machine's.
 
 use crate::barrier::{Barrier, SyncMode};
-use crate::common::{Common, WorkError};
-use pinlearn_engine::{BubbleApi, BubbleId, Manager, PolicyChoice, Registration, Request, Settings};
-use pinlearn_topology::{CpuSet, Topology, TopologyError};
+pub use crate::common::Placed;
+use crate::common::{Common, WorkError, allowed_cpu_list, allowed_cpus, bubbles_manager};
+use pinlearn_engine::{BubbleApi, BubbleId, Manager};
+use pinlearn_topology::CpuSet;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -141,13 +142,6 @@ pub struct Report {
     pub placed: Vec<Placed>,
 }
 
-/// Where a thread of `--mode bubbles` was placed.
-#[derive(serde::Serialize, Debug, Clone, PartialEq)]
-pub struct Placed {
-    pub bubble: String,
-    pub cpus: String,
-}
-
 /// `--mode bubbles`: pinlearn's manager in this process and one bubble per
 /// NUMA node, outermost first.
 struct NodeBubbles {
@@ -157,27 +151,8 @@ struct NodeBubbles {
 
 impl NodeBubbles {
     fn start(opts: &Options) -> Result<Self, WorkError> {
-        let machine = match &opts.topology {
-            Some(spec) => Topology::from_spec_onto(spec, opts.topology_map.as_ref()).map_err(|e| match e {
-                TopologyError::NeedsMap { pus, .. } => WorkError::BadInput(format!(
-                    "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its {pus} PUs are"
-                )),
-                e => WorkError::BadInput(format!("--topology: {e}")),
-            })?,
-            None => Topology::detect().map_err(|e| WorkError::Affinity(e.to_string()))?,
-        };
-        let request = Request {
-            settings: Settings {
-                policy: PolicyChoice::Bubbles,
-                ..Settings::default()
-            },
-            ..Request::default()
-        };
+        let manager = bubbles_manager(opts.topology.as_deref(), opts.topology_map.as_ref())?;
         let placement = |e: pinlearn_engine::EngineError| WorkError::Affinity(format!("pinlearn: {e}"));
-        let manager = Manager::start_on(&request, Registration::Explicit, &machine).map_err(|e| match e {
-            pinlearn_engine::EngineError::BadInput(message) => WorkError::BadInput(message),
-            e => placement(e),
-        })?;
         let registrar = manager.registrar();
         let nodes = registrar.places("node").map_err(placement)?.max(1);
         let mut bubbles = Vec::with_capacity(nodes);
@@ -225,15 +200,6 @@ fn step_stripe(old: &[f64], new: &mut [f64], above: &[f64], below: &[f64], cols:
             out[j] = 0.25 * (up[j] + down[j] + row[j - 1] + row[j + 1]);
         }
     }
-}
-
-/// The CPUs this thread may run on, in order.
-fn allowed_cpus() -> Result<Vec<usize>, WorkError> {
-    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
-        .map_err(|e| WorkError::Affinity(format!("cannot read this thread's CPUs: {e}")))?;
-    Ok((0..nix::sched::CpuSet::count())
-        .filter(|&c| set.is_set(c).unwrap_or(false))
-        .collect())
 }
 
 /// Pins the calling thread to `cpu`.
@@ -319,11 +285,7 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
                     .map_err(|e| WorkError::Affinity(format!("pinlearn: {e}")))?;
                 Some(Placed {
                     bubble: name.clone(),
-                    cpus: allowed_cpus()?
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(","),
+                    cpus: allowed_cpu_list()?,
                 })
             }
             None => None,

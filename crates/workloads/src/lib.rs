@@ -27,6 +27,7 @@
 //! | `binpack` | parallel bin-packing search | Scholl et al. sets 1-3 |
 //! | `churn` | a thread started for every task (the manager's stress case) | none |
 //! | `heat` | heat conduction, stripes per thread + a barrier per step (paper 001 §5.2) | generated plate |
+//! | `fib` | divide-and-conquer Fibonacci, a tree of threads (paper 001 §5.1) | none |
 //!
 //! Each workload's module doc says what it models, its options and its data.
 
@@ -36,6 +37,7 @@ pub mod binpack;
 pub mod blackscholes;
 pub mod churn;
 pub mod common;
+pub mod fib;
 pub mod heat;
 pub mod orlib;
 pub mod pipeline;
@@ -75,6 +77,7 @@ pub enum Workload {
     Binpack(binpack::Options),
     Churn(churn::Options),
     Heat(heat::Options),
+    Fib(fib::Options),
 }
 
 impl Workload {
@@ -89,6 +92,7 @@ impl Workload {
             Workload::Binpack(_) => "binpack",
             Workload::Churn(_) => "churn",
             Workload::Heat(_) => "heat",
+            Workload::Fib(_) => "fib",
         }
     }
 }
@@ -128,6 +132,7 @@ pub fn run(cmd: &Work) -> Result<Value, WorkError> {
         Workload::Binpack(opts) => to_fields(binpack::run(opts, &common)?),
         Workload::Churn(opts) => to_fields(churn::run(opts, &common)?),
         Workload::Heat(opts) => to_fields(heat::run(opts, &common)?),
+        Workload::Fib(opts) => to_fields(fib::run(opts, &common)?),
     };
     let wall_s = started.elapsed().as_secs_f64();
     let mut result = Map::new();

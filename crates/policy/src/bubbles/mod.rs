@@ -21,6 +21,20 @@
 //!                             Learn: the spread's places
 //! ```
 //!
+//! `bubbles+learn` ([`BubblesPolicy::with_learning`]) goes one step further
+//! in the learner's periods: each thread gets an area, the place holding its
+//! bubble (or its node, see [`areas`]), and inside it the thread holds one
+//! core, first the area's least crowded, then moved by crowd moves (crowd.rs: where the run shares
+//! all threads measured promise a gain, so the other programs' load the
+//! spread cannot see is avoided); programs seen spinning keep their first
+//! cores (run shares do not tell crowding apart then).
+//!
+//! ```text
+//!   spread places ─► areas ─► each thread: its core if still inside its area,
+//!                            else the area's core with fewest threads
+//!                         ─► Crowd::moves(areas, run shares) ─► a core per thread
+//! ```
+//!
 //! The guard is the learner's do-no-harm guard (guard.rs): here its
 //! `Learn` arm is the bubbles' placement, and it is champion first whatever
 //! the guard's `first` says. Bubbles are placed when their threads start, as
@@ -34,6 +48,7 @@ mod spread;
 
 pub use spread::{Member, spread};
 
+use crate::crowd::{Crowd, CrowdConfig, Occupant};
 use crate::guard::{Arm, Guard, GuardConfig, GuardStats, HandBack};
 use crate::layout::{Layout, PlaceKind};
 use crate::objective::sanitise_speed;
@@ -259,6 +274,10 @@ struct Tracked {
     spread_load: f64,
     /// Its place from the last spread (`None`: not spread yet).
     place: Option<usize>,
+    /// `bubbles+learn`: the core it holds inside its area, and whether it
+    /// was given that core this period (its share was measured elsewhere).
+    core: Option<usize>,
+    moved: bool,
 }
 
 impl Tracked {
@@ -287,6 +306,24 @@ pub struct BubblesPolicy {
     /// spread ignores where threads are.
     shakes: u64,
     shaken: bool,
+    /// `bubbles+learn`: the cores inside each thread's place.
+    learning: Option<Learning>,
+}
+
+/// `bubbles+learn`'s state: crowd moves inside the spread's places.
+#[derive(Clone, Debug)]
+struct Learning {
+    cfg: CrowdConfig,
+    crowd: Crowd,
+    /// For every place, the cores inside it (a core: itself).
+    cores_in: Vec<Vec<usize>>,
+    /// The share of waiting that marks a program as spinning (the guard's
+    /// `blind_waiting`), and whether it was seen.
+    blind_waiting: f64,
+    spinning: bool,
+    /// The last period was Linux's: the shares measured there are not of
+    /// the threads' cores.
+    after_os: bool,
 }
 
 impl BubblesPolicy {
@@ -307,7 +344,35 @@ impl BubblesPolicy {
             regenerations: 0,
             shakes: 0,
             shaken: false,
+            learning: None,
         }
+    }
+
+    /// `bubbles+learn`: as [`BubblesPolicy::new`], and inside the place the
+    /// spread gives a thread, the thread holds one core chosen by crowd
+    /// moves (see the module doc).
+    pub fn with_learning(layout: Layout, tree: PlaceTree, guard: GuardConfig, crowd: CrowdConfig) -> Self {
+        let cores: Vec<usize> = layout.all_cores().collect();
+        let cores_in = (0..layout.places().len())
+            .map(|place| {
+                cores
+                    .iter()
+                    .copied()
+                    .filter(|&core| tree.is_within(core, place))
+                    .collect()
+            })
+            .collect();
+        let blind_waiting = guard.blind_waiting;
+        let mut policy = BubblesPolicy::new(layout, tree, guard);
+        policy.learning = Some(Learning {
+            cfg: crowd,
+            crowd: Crowd::default(),
+            cores_in,
+            blind_waiting,
+            spinning: false,
+            after_os: false,
+        });
+        policy
     }
 
     /// Spreads done because loads changed (not counting those for threads
@@ -364,6 +429,8 @@ impl BubblesPolicy {
                         quiet: 0,
                         spread_load: 1.0,
                         place: None,
+                        core: None,
+                        moved: false,
                     }
                 }
             };
@@ -392,9 +459,131 @@ impl BubblesPolicy {
     }
 }
 
+/// `bubbles+learn`: the place each thread may choose its core in. A
+/// thread's bubble holds its threads in the smallest place containing the
+/// places the spread gave them; that place is the area when it lies inside
+/// one node and has two cores or more. Otherwise (no bubble, a bubble of
+/// one thread, or one split over nodes) the area is the node of the
+/// thread's place: moving between nodes leaves memory behind. A thread the
+/// spread left above the nodes keeps that place as its area.
+fn areas(tree: &PlaceTree, cores_in: &[Vec<usize>], threads: &[Tracked], whole: usize) -> Vec<usize> {
+    let lowest_common = |a: usize, b: usize| {
+        let mut at = Some(a);
+        while let Some(place) = at {
+            if tree.is_within(b, place) {
+                return place;
+            }
+            at = tree.parent(place);
+        }
+        tree.root()
+    };
+    let mut held: HashMap<usize, usize> = HashMap::new();
+    for thread in threads {
+        if let Some(bubble) = thread.bubble {
+            let place = thread.place.unwrap_or(whole);
+            held.entry(bubble)
+                .and_modify(|lca| *lca = lowest_common(*lca, place))
+                .or_insert(place);
+        }
+    }
+    threads
+        .iter()
+        .map(|thread| {
+            let place = thread.place.unwrap_or(whole);
+            let mut node = Some(place);
+            while let Some(at) = node.filter(|&at| tree.kind(at) != PlaceKind::Node) {
+                node = tree.parent(at);
+            }
+            let Some(node) = node else {
+                return place;
+            };
+            match thread.bubble.and_then(|bubble| held.get(&bubble)) {
+                Some(&lca) if tree.is_within(lca, node) && cores_in[lca].len() >= 2 => lca,
+                _ => node,
+            }
+        })
+        .collect()
+}
+
+impl BubblesPolicy {
+    /// `bubbles+learn`, in a learner's period: every thread's core inside
+    /// its area (module doc, [`areas`]).
+    fn cores_inside(&mut self, input: &PeriodInput<'_>) -> Vec<usize> {
+        let whole = self.layout.whole();
+        let Some(learning) = self.learning.as_mut() else {
+            return self.threads.iter().map(|t| t.place.unwrap_or(whole)).collect();
+        };
+        if input.waiting.is_some_and(|w| w >= learning.blind_waiting) {
+            learning.spinning = true;
+        }
+        let areas_of = areas(&self.tree, &learning.cores_in, &self.threads, whole);
+        // Threads per core, of those already inside their area.
+        let mut count = vec![0usize; self.layout.places().len()];
+        for (thread, &area) in self.threads.iter_mut().zip(&areas_of) {
+            let area = &learning.cores_in[area];
+            thread.moved = false;
+            match thread.core {
+                Some(core) if area.contains(&core) => count[core] += 1,
+                _ => thread.core = None,
+            }
+        }
+        for (thread, &area) in self.threads.iter_mut().zip(&areas_of) {
+            if thread.core.is_none() {
+                let area = &learning.cores_in[area];
+                // The spread's core when it gave one, else the area's least
+                // crowded core.
+                let spread_core = thread
+                    .place
+                    .filter(|&place| self.layout.is_core(place) && area.contains(&place));
+                let core = spread_core.or_else(|| area.iter().copied().min_by_key(|&core| (count[core], core)));
+                if let Some(core) = core {
+                    count[core] += 1;
+                    thread.moved = true;
+                }
+                thread.core = core;
+            }
+        }
+        if !learning.spinning {
+            // One area per distinct place, in order of first use.
+            let mut area_of_place: HashMap<usize, usize> = HashMap::new();
+            let mut areas: Vec<Vec<usize>> = Vec::new();
+            let mut occupants = Vec::with_capacity(self.threads.len());
+            for ((thread, sample), &place) in self.threads.iter().zip(input.threads).zip(&areas_of) {
+                let area = *area_of_place.entry(place).or_insert_with(|| {
+                    areas.push(learning.cores_in[place].clone());
+                    areas.len() - 1
+                });
+                occupants.push(Occupant {
+                    place: thread.core.unwrap_or(place),
+                    // A thread given a new core just now measured its share elsewhere.
+                    share: sample.share.filter(|_| !thread.moved && !learning.after_os),
+                    area,
+                });
+            }
+            let moved = learning
+                .crowd
+                .moves(&self.layout, &learning.cfg, &areas, &occupants, input.time_s);
+            for (thread, core) in self.threads.iter_mut().zip(moved) {
+                if thread.core.is_some() {
+                    thread.core = Some(core);
+                }
+            }
+        }
+        learning.after_os = false;
+        self.threads
+            .iter()
+            .map(|t| t.core.or(t.place).unwrap_or(whole))
+            .collect()
+    }
+}
+
 impl Policy for BubblesPolicy {
     fn name(&self) -> String {
-        "bubbles".to_string()
+        if self.learning.is_some() {
+            "bubbles+learn".to_string()
+        } else {
+            "bubbles".to_string()
+        }
     }
 
     fn guard_stats(&self) -> Option<GuardStats> {
@@ -427,10 +616,15 @@ impl Policy for BubblesPolicy {
             .guard
             .next(input.progress_or_speed_sum(), crate::guard::Signs::of(input));
         let whole = self.layout.whole();
-        let place = self
-            .hand_back
-            .places(input, arm, whole)
-            .unwrap_or_else(|| self.threads.iter().map(|t| t.place.unwrap_or(whole)).collect());
+        let place = match self.hand_back.places(input, arm, whole) {
+            Some(linux) => {
+                if let Some(learning) = self.learning.as_mut() {
+                    learning.after_os = true;
+                }
+                linux
+            }
+            None => self.cores_inside(input),
+        };
         Decision { place, utility }
     }
 }
