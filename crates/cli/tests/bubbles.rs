@@ -25,19 +25,26 @@ threads = "^heat-[23]$"
 burst = "node"
 "#;
 
+/// A directory holding `RULES` and a config turning the guard off, and
+/// their paths.
+fn rules_without_guard() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(&rules, RULES).unwrap();
+    let config = dir.path().join("noguard.toml");
+    std::fs::write(&config, "[learn.guard]\nenabled = false\n").unwrap();
+    (dir, rules, config)
+}
+
 #[test]
 fn a_rules_file_puts_each_bubble_of_heat_threads_on_a_node_of_its_own() {
     let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let Some(cpus) = first_two_cpus() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let rules = dir.path().join("rules.toml");
-    std::fs::write(&rules, RULES).unwrap();
     // The guard would give Linux the first windows: this test looks at the
     // bubbles' own placement.
-    let config = dir.path().join("noguard.toml");
-    std::fs::write(&config, "[learn.guard]\nenabled = false\n").unwrap();
+    let (dir, rules, config) = rules_without_guard();
     let trace = dir.path().join("trace.csv");
     let exe = env!("CARGO_BIN_EXE_pinlearn");
     let map = cpus.join(",");
@@ -262,11 +269,7 @@ fn status_shows_where_the_bubbles_of_a_supervised_program_are_while_it_runs() {
     let Some(cpus) = first_two_cpus() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let rules = dir.path().join("rules.toml");
-    std::fs::write(&rules, RULES).unwrap();
-    let config = dir.path().join("noguard.toml");
-    std::fs::write(&config, "[learn.guard]\nenabled = false\n").unwrap();
+    let (_dir, rules, config) = rules_without_guard();
     let heat = pinlearn()
         .args([
             "work",

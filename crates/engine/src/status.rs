@@ -5,8 +5,8 @@
 //!   supervise, after each period whose placement changed (a thread came,
 //!   went, moved, or changed bubble):
 //!     Engine::placement() ─► Status { manager, target, policy, time_s, bubbles, threads }
-//!        ─► $RUNTIME/status-TARGET.json (0600; written to a new file renamed
-//!           over the old one, so a reader sees one whole status)
+//!        ─► $RUNTIME/status-TARGET.json (0600; written to status-TARGET.json.new
+//!           renamed over it, so a reader sees one whole status)
 //!   end of the supervision (any way out): the file is removed (Drop)
 //!
 //!   pinlearn status PID ─► read(PID): a regular file of this user, at most
@@ -18,13 +18,12 @@
 //! `$RUNTIME` is the journal's directory ([`crate::live::runtime_dir`]).
 
 use crate::engine::Engine;
-use crate::live::{process_alive, runtime_dir};
+use crate::live::{process_alive, replace_private_file, runtime_dir};
 use pinlearn_topology::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-use std::fs::OpenOptions;
-use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 /// Largest status file read.
@@ -283,17 +282,8 @@ impl StatusFile {
     }
 
     fn write(&self, status: &Status) -> io::Result<()> {
-        let fresh = self.path.with_extension("json.new");
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&fresh)?;
         let json = serde_json::to_vec(status).map_err(io::Error::other)?;
-        file.write_all(&json)?;
-        std::fs::rename(&fresh, &self.path)
+        replace_private_file(&self.path, &json)
     }
 
     /// Why the status could not be written, said once at the end.
@@ -305,7 +295,9 @@ impl StatusFile {
 impl Drop for StatusFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
-        let _ = std::fs::remove_file(self.path.with_extension("json.new"));
+        let mut fresh = self.path.as_os_str().to_owned();
+        fresh.push(".new");
+        let _ = std::fs::remove_file(fresh);
     }
 }
 

@@ -163,20 +163,11 @@ impl Journal {
     /// Rewrites the journal with its live entries only (a new file renamed
     /// over the old one, so a crash leaves one or the other).
     fn compact(&mut self) -> io::Result<()> {
-        let fresh = self.path.with_extension("new");
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&fresh)?;
         let mut text = self.header.clone();
         for (tid, (ticks, original)) in &self.live {
             text += &format!("{tid} {ticks} {original}\n");
         }
-        file.write_all(text.as_bytes())?;
-        std::fs::rename(&fresh, &self.path)?;
+        replace_private_file(&self.path, text.as_bytes())?;
         self.file = OpenOptions::new().append(true).open(&self.path)?;
         self.lines = self.live.len();
         Ok(())
@@ -189,6 +180,24 @@ impl Journal {
             _ => Ok(()),
         }
     }
+}
+
+/// Writes `bytes` to `path` (mode 0600) through a new file `PATH.new`
+/// renamed over it, so a reader, or a crash, sees the old file or the new
+/// one whole; a symbolic link planted at `PATH.new` is not followed.
+pub fn replace_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut fresh = path.as_os_str().to_owned();
+    fresh.push(".new");
+    let fresh = PathBuf::from(fresh);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&fresh)?;
+    file.write_all(bytes)?;
+    std::fs::rename(&fresh, path)
 }
 
 /// One line of a journal: a thread, its start time, its original mask.

@@ -38,7 +38,7 @@ mod waiting;
 pub use affinity::{Affinity, AffinityMask, get_affinity, set_affinity};
 pub use cpuset::CpusetWatch;
 pub use helper::end_with_caller;
-pub use journal::{Journal, Restored, journal_path, runtime_dir};
+pub use journal::{Journal, Restored, journal_path, replace_private_file, runtime_dir};
 /// Restoring from a journal, and the watchdog that does it when the manager dies.
 pub mod restore {
     pub use super::journal::{restore, watch};
