@@ -674,20 +674,28 @@ impl SimMachine {
             .zip(&self.bg)
             .map(|(&p, &b)| b + self.program_load(p, total))
             .collect();
-        let placed = placed.as_slice();
-        let node_load = |cores: &[usize]| {
-            let load: f64 = cores.iter().map(|&c| placed[c]).sum();
-            let capacity: f64 = cores.iter().map(|&c| self.capacity[c]).sum();
+        self.least_loaded_core(&self.place_cores[self.whole], &placed)
+    }
+
+    /// Fork balancing among the cores `allowed` (in core order) with
+    /// balancer loads `load`: the node with the lowest load per capacity
+    /// over its allowed cores, then its idlest allowed core (ties: lowest
+    /// index).
+    fn least_loaded_core(&self, allowed: &[usize], load: &[f64]) -> usize {
+        let in_node = |node: usize| allowed.iter().copied().filter(move |&c| self.core_node[c] == node);
+        let node_load = |node: usize| {
+            let load: f64 = in_node(node).map(|c| load[c]).sum();
+            let capacity: f64 = in_node(node).map(|c| self.capacity[c]).sum();
             load / capacity
         };
-        let node = (0..self.node_cores.len())
-            .min_by(|&a, &b| {
-                node_load(&self.node_cores[a])
-                    .total_cmp(&node_load(&self.node_cores[b]))
-                    .then(a.cmp(&b))
-            })
+        let mut nodes: Vec<usize> = allowed.iter().map(|&c| self.core_node[c]).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let node = nodes
+            .into_iter()
+            .min_by(|&a, &b| node_load(a).total_cmp(&node_load(b)).then(a.cmp(&b)))
             .unwrap_or(0);
-        self.idlest(&self.node_cores[node], placed)
+        self.idlest(&in_node(node).collect::<Vec<_>>(), load)
     }
 
     /// A thread just created: it inherits its creator's mask (place), and
@@ -702,21 +710,7 @@ impl SimMachine {
         let mut load = self.load.clone();
         let weight = self.threads[index].weight;
         load[self.threads[index].core] -= self.program_load(weight, self.runnable_total);
-        let allowed = &self.place_cores[place];
-        let node_load = |node: usize| {
-            let cores: Vec<usize> = allowed.iter().copied().filter(|&c| self.core_node[c] == node).collect();
-            let capacity: f64 = cores.iter().map(|&c| self.capacity[c]).sum();
-            cores.iter().map(|&c| load[c]).sum::<f64>() / capacity
-        };
-        let mut nodes: Vec<usize> = allowed.iter().map(|&c| self.core_node[c]).collect();
-        nodes.sort_unstable();
-        nodes.dedup();
-        let node = nodes
-            .into_iter()
-            .min_by(|&a, &b| node_load(a).total_cmp(&node_load(b)).then(a.cmp(&b)))
-            .unwrap_or(0);
-        let cores: Vec<usize> = allowed.iter().copied().filter(|&c| self.core_node[c] == node).collect();
-        let core = self.idlest(&cores, &load);
+        let core = self.least_loaded_core(&self.place_cores[place], &load);
         let thread = &mut self.threads[index];
         thread.place = place;
         thread.core = core;

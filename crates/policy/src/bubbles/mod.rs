@@ -544,25 +544,26 @@ impl BubblesPolicy {
             }
         }
         if !learning.spinning {
-            // One area per distinct place, in order of first use.
-            let mut area_of_place: HashMap<usize, usize> = HashMap::new();
-            let mut areas: Vec<Vec<usize>> = Vec::new();
-            let mut occupants = Vec::with_capacity(self.threads.len());
-            for ((thread, sample), &place) in self.threads.iter().zip(input.threads).zip(&areas_of) {
-                let area = *area_of_place.entry(place).or_insert_with(|| {
-                    areas.push(learning.cores_in[place].clone());
-                    areas.len() - 1
-                });
-                occupants.push(Occupant {
-                    place: thread.core.unwrap_or(place),
+            // An occupant's area is a place: its cores are `cores_in[place]`.
+            let occupants: Vec<Occupant> = self
+                .threads
+                .iter()
+                .zip(input.threads)
+                .zip(&areas_of)
+                .map(|((thread, sample), &area)| Occupant {
+                    place: thread.core.unwrap_or(area),
                     // A thread given a new core just now measured its share elsewhere.
                     share: sample.share.filter(|_| !thread.moved && !learning.after_os),
                     area,
-                });
-            }
-            let moved = learning
-                .crowd
-                .moves(&self.layout, &learning.cfg, &areas, &occupants, input.time_s);
+                })
+                .collect();
+            let moved = learning.crowd.moves(
+                &self.layout,
+                &learning.cfg,
+                &learning.cores_in,
+                &occupants,
+                input.time_s,
+            );
             for (thread, core) in self.threads.iter_mut().zip(moved) {
                 if thread.core.is_some() {
                     thread.core = Some(core);
