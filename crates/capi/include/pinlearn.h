@@ -23,6 +23,9 @@
 // For `pinlearn_bubble_set_load`: the bubble weighs what its threads do.
 #define PINLEARN_LOAD_OF_THREADS -1.0
 
+// For `pinlearn_thread_set_load`: the thread weighs what it is measured to.
+#define PINLEARN_LOAD_MEASURED -1.0
+
 // An in-process manager started by `pinlearn_start`, or the bubble
 // channel to a pinlearn outside the program opened by `pinlearn_connect`.
 typedef struct pinlearn_manager pinlearn_manager;
@@ -142,6 +145,17 @@ int pinlearn_bubble_set_burst(const struct pinlearn_manager *manager,
 // # Safety
 // `manager` must be NULL or a live manager.
 int pinlearn_bubble_set_load(const struct pinlearn_manager *manager, int bubble, double load);
+
+// The load of thread `tid` (0: the caller) instead of its measured one
+// (1 while it runs): a number >= 0, 0 for a thread that will only wait
+// (a parent joining its children: the spread then leaves it high in the
+// tree and gives the cores to the threads that compute), or
+// `PINLEARN_LOAD_MEASURED` to measure it again. Held for that thread until
+// changed; takes effect at the next period or wake-up. Returns 0 or -1.
+//
+// # Safety
+// `manager` must be NULL or a live manager.
+int pinlearn_thread_set_load(const struct pinlearn_manager *manager, int tid, double load);
 
 // Places every bubble as declared so far at once: returns once the
 // manager has taken a period with them (so threads that live shorter

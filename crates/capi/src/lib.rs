@@ -450,6 +450,34 @@ pub unsafe extern "C" fn pinlearn_bubble_set_load(
 /// For `pinlearn_bubble_set_load`: the bubble weighs what its threads do.
 pub const PINLEARN_LOAD_OF_THREADS: c_double = -1.0;
 
+/// The load of thread `tid` (0: the caller) instead of its measured one
+/// (1 while it runs): a number >= 0, 0 for a thread that will only wait
+/// (a parent joining its children: the spread then leaves it high in the
+/// tree and gives the cores to the threads that compute), or
+/// `PINLEARN_LOAD_MEASURED` to measure it again. Held for that thread until
+/// changed; takes effect at the next period or wake-up. Returns 0 or -1.
+///
+/// # Safety
+/// `manager` must be NULL or a live manager.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pinlearn_thread_set_load(
+    manager: *const PinlearnManager,
+    tid: c_int,
+    load: c_double,
+) -> c_int {
+    status("pinlearn_thread_set_load", || {
+        // SAFETY: the caller's promise.
+        let registrar = unsafe { registrar(manager, "pinlearn_thread_set_load")? };
+        let tid = thread_id(tid)?;
+        let load = (load != PINLEARN_LOAD_MEASURED).then_some(load);
+        registrar.set_thread_load(tid, load).map_err(engine_error)?;
+        Ok(0)
+    })
+}
+
+/// For `pinlearn_thread_set_load`: the thread weighs what it is measured to.
+pub const PINLEARN_LOAD_MEASURED: c_double = -1.0;
+
 /// Places every bubble as declared so far at once: returns once the
 /// manager has taken a period with them (so threads that live shorter
 /// than a period are placed too). Returns 0 or -1.

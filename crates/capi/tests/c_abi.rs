@@ -291,6 +291,18 @@ fn bad_bubble_calls_fail_with_one_line_and_change_nothing() {
             pinlearn::pinlearn_bubble_set_load(m, a, f64::NAN),
             "not a number of at least 0",
         );
+        refused(
+            pinlearn::pinlearn_thread_set_load(m, 0, -3.0),
+            "not a number of at least 0",
+        );
+        refused(pinlearn::pinlearn_thread_set_load(m, -4, 0.0), "thread id -4");
+        assert_eq!(pinlearn::pinlearn_thread_set_load(m, 0, 0.0), 0, "{}", last_error());
+        assert_eq!(
+            pinlearn::pinlearn_thread_set_load(m, 0, pinlearn::PINLEARN_LOAD_MEASURED),
+            0,
+            "{}",
+            last_error()
+        );
         refused(pinlearn::pinlearn_bubble_remove_thread(m, 0), "is in no bubble");
         refused(pinlearn::pinlearn_bubble_insert_thread(m, a, -4), "thread id -4");
         refused(

@@ -33,7 +33,7 @@ use crate::target::ThreadInfo;
 use pinlearn_policy::{BubbleSet, BubbleSpec, PlaceKind, PlaceTree};
 use regex::Regex;
 use serde::Deserialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Largest rules file read (a rules file is a few lines).
@@ -112,6 +112,9 @@ pub struct BubbleRules {
     made_full_said: bool,
     notes: Vec<String>,
     source: String,
+    /// Loads the program declared for its threads (by thread id), used
+    /// instead of the measured ones.
+    thread_loads: BTreeMap<u32, f64>,
 }
 
 impl BubbleRules {
@@ -242,6 +245,7 @@ impl BubbleRules {
             made_full_said: false,
             notes: Vec::new(),
             source: source.to_string(),
+            thread_loads: BTreeMap::new(),
         })
     }
 
@@ -275,7 +279,25 @@ impl BubbleRules {
             made_full_said: false,
             notes: Vec::new(),
             source: "the program's declarations".into(),
+            thread_loads: BTreeMap::new(),
         }
+    }
+
+    /// With the loads the program declared for some of its threads (by
+    /// thread id; 0 for a thread that only waits).
+    pub fn with_thread_loads(mut self, loads: BTreeMap<u32, f64>) -> Self {
+        self.thread_loads = loads;
+        self
+    }
+
+    /// The load declared for thread `tid`, if any.
+    pub fn thread_load(&self, tid: u32) -> Option<f64> {
+        self.thread_loads.get(&tid).copied()
+    }
+
+    /// Whether any thread has a declared load.
+    pub fn has_thread_loads(&self) -> bool {
+        !self.thread_loads.is_empty()
     }
 
     /// The bubbles, for the policy.

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!   app threads ── create / insert_thread / insert_bubble / remove_thread /
-//!                  set_priority / set_burst / set_load / shake
+//!                  set_priority / set_burst / set_load / set_thread_load / shake
 //!        │            (checked at once: a bad call is an error, nothing changes)
 //!        ▼
 //!   DeclaredBubbles (shared, version bumped by every change)
@@ -49,6 +49,8 @@ struct State {
     names: HashMap<String, usize>,
     /// The bubble of each thread put in one.
     thread_bubble: BTreeMap<u32, usize>,
+    /// The loads declared for threads (by thread id).
+    thread_load: BTreeMap<u32, f64>,
     /// Bumped by every change.
     version: u64,
     /// Bumped by every shake.
@@ -245,6 +247,33 @@ impl DeclaredBubbles {
         self.change(bubble, |spec| spec.load = load)
     }
 
+    /// Thread `tid`'s load instead of its measured one (a number >= 0: 0
+    /// for a thread that only waits, as a parent joining its children), or
+    /// `None` to measure it again. Held for that thread id until changed.
+    pub fn set_thread_load(&self, tid: u32, load: Option<f64>) -> Result<(), EngineError> {
+        if let Some(load) = load
+            && !(load.is_finite() && load >= 0.0)
+        {
+            return Err(EngineError::bad_input(format!(
+                "load {load} is not a number of at least 0"
+            )));
+        }
+        if tid == 0 {
+            return Err(EngineError::bad_input(
+                "thread id 0: give the id of a thread of this program",
+            ));
+        }
+        let mut state = self.lock()?;
+        let changed = match load {
+            Some(load) => state.thread_load.insert(tid, load) != Some(load),
+            None => state.thread_load.remove(&tid).is_some(),
+        };
+        if changed {
+            state.version += 1;
+        }
+        Ok(())
+    }
+
     /// Asks for a fresh spread of everything, ignoring where threads are.
     pub fn shake(&self) -> Result<(), EngineError> {
         let mut state = self.lock()?;
@@ -281,6 +310,7 @@ impl DeclaredBubbles {
             BubbleOp::SetLoad { bubble, load } => self.set_load(BubbleId(*bubble), *load),
             BubbleOp::Shake => self.shake(),
             BubbleOp::WakeUp { bubble } => self.check(BubbleId(*bubble)),
+            BubbleOp::SetThreadLoad { tid, load } => self.set_thread_load(*tid, *load),
         }
     }
 
@@ -328,7 +358,7 @@ impl DeclaredBubbles {
         }
         Some(DeclaredSnapshot {
             version: state.version,
-            rules: BubbleRules::declared(set, members),
+            rules: BubbleRules::declared(set, members).with_thread_loads(state.thread_load.clone()),
             shakes: state.shakes,
         })
     }
@@ -367,6 +397,10 @@ pub trait BubbleApi {
     }
     fn set_load(&self, bubble: BubbleId, load: Option<f64>) -> Result<(), EngineError> {
         self.bubbles().set_load(bubble, load)
+    }
+    /// Thread `tid`'s load instead of its measured one (0: it only waits).
+    fn set_thread_load(&self, tid: u32, load: Option<f64>) -> Result<(), EngineError> {
+        self.bubbles().set_thread_load(tid, load)
     }
     fn shake(&self) -> Result<(), EngineError> {
         self.bubbles().shake()
@@ -463,9 +497,21 @@ mod tests {
         assert!(declared.snapshot_since(snapshot.version).is_none(), "nothing changed");
 
         declared.remove_thread(11).unwrap();
-        let mut rules = declared.snapshot_since(snapshot.version).unwrap().rules;
+        let snapshot = declared.snapshot_since(snapshot.version).unwrap();
+        let mut rules = snapshot.rules;
         assert_eq!(rules.classify(&thread(11)), None);
         assert_eq!(declared.find("right"), Some(right));
+        assert!(!rules.has_thread_loads());
+
+        declared.set_thread_load(12, Some(0.0)).unwrap();
+        let version = declared.version();
+        assert!(version > snapshot.version);
+        let rules = declared.snapshot_since(snapshot.version).unwrap().rules;
+        assert_eq!((rules.thread_load(12), rules.thread_load(11)), (Some(0.0), None));
+        declared.set_thread_load(12, Some(0.0)).unwrap();
+        assert_eq!(declared.version(), version, "the same load again changes nothing");
+        declared.set_thread_load(12, None).unwrap();
+        assert_eq!(declared.snapshot_since(version).unwrap().rules.thread_load(12), None);
     }
 
     #[test]
@@ -498,6 +544,12 @@ mod tests {
             ),
             (declared.set_load(a, Some(-1.0)), "not a number of at least 0"),
             (declared.set_load(a, Some(f64::NAN)), "not a number of at least 0"),
+            (declared.set_thread_load(7, Some(-0.5)), "not a number of at least 0"),
+            (
+                declared.set_thread_load(7, Some(f64::INFINITY)),
+                "not a number of at least 0",
+            ),
+            (declared.set_thread_load(0, Some(0.0)), "thread id 0"),
         ];
         for (result, expected) in cases {
             let message = result.unwrap_err().to_string();

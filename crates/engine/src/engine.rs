@@ -155,11 +155,14 @@ pub struct Engine {
     memory_bound: BTreeMap<u32, usize>,
     memory_moves: u64,
     /// `--bubbles` rules and each live thread's bubble: (bubble, periods
-    /// classified, so a name that settles late is matched again).
+    /// classified, so a name that settles late is matched again, thread id).
     bubbles: Option<BubbleRules>,
-    bubble_of_key: BTreeMap<ThreadKey, (Option<usize>, u32)>,
+    bubble_of_key: BTreeMap<ThreadKey, (Option<usize>, u32, u32)>,
     /// The bubble of every sample of this period, for the policy.
     bubble_of: Vec<Option<usize>>,
+    /// The load the program declared for every sample of this period
+    /// (empty when it declared none).
+    load_of: Vec<Option<f64>>,
     /// Bubbles the program declares itself (in-process API), the version
     /// of them in `bubbles`, and the shakes asked for.
     declared: Option<DeclaredBubbles>,
@@ -197,6 +200,7 @@ impl Engine {
             bubbles: None,
             bubble_of_key: BTreeMap::new(),
             bubble_of: Vec::new(),
+            load_of: Vec::new(),
             declared: None,
             declared_seen: 0,
             shakes: 0,
@@ -224,9 +228,10 @@ impl Engine {
         &self.notes
     }
 
-    /// Fills `bubble_of` for this period's samples.
+    /// Fills `bubble_of` and `load_of` for this period's samples.
     fn classify(&mut self, target: &dyn Target) {
         self.bubble_of.clear();
+        self.load_of.clear();
         if let Some(snapshot) = self
             .declared
             .as_ref()
@@ -243,13 +248,19 @@ impl Engine {
         let samples = &self.samples;
         self.bubble_of_key
             .retain(|key, _| samples.binary_search_by_key(key, |s| s.key).is_ok());
+        let loads = rules.has_thread_loads();
         for sample in samples {
-            let entry = self.bubble_of_key.entry(sample.key).or_insert((None, 0));
+            let entry = self.bubble_of_key.entry(sample.key).or_insert((None, 0, 0));
             if entry.1 < CLASSIFY_PERIODS {
-                entry.0 = rules.classify(&target.info(sample.key));
+                let who = target.info(sample.key);
+                entry.0 = rules.classify(&who);
                 entry.1 += 1;
+                entry.2 = who.tid;
             }
             self.bubble_of.push(entry.0);
+            if loads {
+                self.load_of.push(rules.thread_load(entry.2));
+            }
         }
         for note in rules.take_notes() {
             eprintln!("pinlearn: {note}");
@@ -311,6 +322,7 @@ impl Engine {
             bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {
                 set: rules.set(),
                 of: &self.bubble_of,
+                loads: &self.load_of,
                 shakes: self.shakes,
             }),
         };

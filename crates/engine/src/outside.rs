@@ -188,6 +188,12 @@ impl BubbleApi for OutsideBubbles {
         })
     }
 
+    fn set_thread_load(&self, tid: u32, load: Option<f64>) -> Result<(), EngineError> {
+        self.send(BubbleOp::SetThreadLoad { tid, load }, || {
+            self.declared.set_thread_load(tid, load)
+        })
+    }
+
     fn shake(&self) -> Result<(), EngineError> {
         self.send(BubbleOp::Shake, || self.declared.shake())
     }

@@ -22,8 +22,10 @@
 //! ```text
 //!   offset  size  field
 //!   0       4     op        u32: 1 create, 2 insert thread, 3 remove thread, 4 insert bubble,
-//!                           5 priority, 6 burst level, 7 load, 8 shake, 9 wake up
-//!   4       4     bubble    u32: the bubble (create: the new bubble's number)
+//!                           5 priority, 6 burst level, 7 load, 8 shake, 9 wake up,
+//!                           10 a thread's load
+//!   4       4     bubble    u32: the bubble (create: the new bubble's number);
+//!                           a thread's load: 1 if set, 0 for its measured load
 //!   8       8     arg       i64: create: parent + 1 (0: the root); threads: the tid;
 //!                           insert bubble: the child; priority; load: 1 if set, 0 for its threads'
 //!   16      8     value     f64: load
@@ -97,6 +99,11 @@ pub enum BubbleOp {
     WakeUp {
         bubble: u32,
     },
+    /// A thread's load instead of its measured one (`None`: measured again).
+    SetThreadLoad {
+        tid: u32,
+        load: Option<f64>,
+    },
 }
 
 impl BubbleOp {
@@ -115,6 +122,9 @@ impl BubbleOp {
             BubbleOp::SetLoad { bubble, load } => (7, *bubble, i64::from(load.is_some()), load.unwrap_or(0.0), ""),
             BubbleOp::Shake => (8, 0, 0, 0.0, ""),
             BubbleOp::WakeUp { bubble } => (9, *bubble, 0, 0.0, ""),
+            BubbleOp::SetThreadLoad { tid, load } => {
+                (10, u32::from(load.is_some()), i64::from(*tid), load.unwrap_or(0.0), "")
+            }
         };
         if text.len() > RECORD_TEXT_BYTES {
             return Err(format!(
@@ -185,6 +195,14 @@ impl BubbleOp {
             },
             8 => BubbleOp::Shake,
             9 => BubbleOp::WakeUp { bubble },
+            10 => BubbleOp::SetThreadLoad {
+                tid: tid()?,
+                load: match bubble {
+                    0 => None,
+                    1 => Some(value),
+                    _ => return Err(format!("load flag {bubble}")),
+                },
+            },
             other => return Err(format!("unknown operation {other}")),
         })
     }
@@ -450,6 +468,11 @@ mod tests {
             BubbleOp::SetLoad { bubble: 1, load: None },
             BubbleOp::Shake,
             BubbleOp::WakeUp { bubble: 0 },
+            BubbleOp::SetThreadLoad {
+                tid: 78,
+                load: Some(0.0),
+            },
+            BubbleOp::SetThreadLoad { tid: 78, load: None },
         ]
     }
 

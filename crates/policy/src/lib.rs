@@ -112,6 +112,10 @@ pub struct BubbleInput<'a> {
     /// Aligned with [`PeriodInput::threads`]: an index into `set`, or `None`
     /// for the root.
     pub of: &'a [Option<usize>],
+    /// Aligned with [`PeriodInput::threads`] (or empty: none declared): the
+    /// load a program declared for a thread (0 for a thread that only waits,
+    /// as a parent joining its children), used instead of the measured one.
+    pub loads: &'a [Option<f64>],
     /// Shakes asked for so far (a program's `shake`): a new count means
     /// spread everything afresh, ignoring where threads are.
     pub shakes: u64,

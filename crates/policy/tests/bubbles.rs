@@ -260,10 +260,11 @@ fn samples(keys: &[u64], quiet: &[u64]) -> Vec<ThreadSample> {
 }
 
 #[test]
-fn the_policy_regenerates_once_a_group_blocks() {
+fn a_regeneration_keeps_threads_on_their_nodes() {
     // a (4 threads) and b (4) fill the two nodes; c (2) does not fit beside
-    // them whole and is opened. Once b's threads block, one regeneration
-    // puts c back together on b's node.
+    // them whole and is opened. Once b's threads block, the loads change
+    // and the policy regenerates once, but no thread leaves its node: c's
+    // threads have touched their memory where they are.
     let (layout, tree, ranges) = machine(2, 4, &[]);
     let set = bubbles(&[("a", None), ("b", None), ("c", None)]);
     let no_guard = GuardConfig {
@@ -272,18 +273,7 @@ fn the_policy_regenerates_once_a_group_blocks() {
     };
     let mut policy = BubblesPolicy::new(layout.clone(), tree, no_guard);
     let keys: Vec<u64> = (0..10).collect();
-    let of: Vec<Option<usize>> = keys
-        .iter()
-        .map(|&k| {
-            Some(if k < 4 {
-                0
-            } else if k < 8 {
-                1
-            } else {
-                2
-            })
-        })
-        .collect();
+    let of: Vec<Option<usize>> = keys.iter().map(|&k| Some((k as usize / 4).min(2))).collect();
     let node = |place: usize| node_of(&layout, &ranges, place);
     let mut decide = |period: u64, quiet: &[u64]| {
         let threads = samples(&keys, quiet);
@@ -299,6 +289,7 @@ fn the_policy_regenerates_once_a_group_blocks() {
             bubbles: Some(BubbleInput {
                 set: &set,
                 of: &of,
+                loads: &[],
                 shakes: 0,
             }),
         })
@@ -310,24 +301,54 @@ fn the_policy_regenerates_once_a_group_blocks() {
         "c opened: {:?}",
         first.place
     );
-    let b_node = node(first.place[4]);
+    let nodes: Vec<_> = first.place.iter().map(|&p| node(p)).collect();
     let blocked = [4, 5, 6, 7];
-    let mut period = 1;
-    let mut regenerated_at = None;
-    while period < 1 + QUIET_PERIODS as u64 + REGENERATE_PERIODS + 1 {
-        let d = decide(period, &blocked);
-        if regenerated_at.is_none() && node(d.place[8]) == node(d.place[9]) {
-            regenerated_at = Some(period);
-            assert_eq!(
-                node(d.place[8]),
-                b_node,
-                "c moves to the node b no longer uses: {:?}",
-                d.place
-            );
-        }
-        period += 1;
+    let mut last = first;
+    for period in 1..2 + QUIET_PERIODS as u64 + REGENERATE_PERIODS {
+        last = decide(period, &blocked);
+        let now: Vec<_> = last.place.iter().map(|&p| node(p)).collect();
+        assert_eq!(now[..4], nodes[..4], "period {period}: {:?}", last.place);
+        assert_eq!(now[8..], nodes[8..], "period {period}: {:?}", last.place);
     }
-    assert!(regenerated_at.is_some(), "c never came back together");
+    assert_eq!(policy.regenerations(), 1, "{:?}", last.place);
+}
+
+#[test]
+fn a_regeneration_evens_out_the_cores_of_a_node() {
+    // Five threads on one node of four cores: two share a core. Once a
+    // thread alone on its core blocks, one regeneration gives each of the
+    // four still running a core of its own.
+    let (layout, tree, _) = machine(1, 4, &[]);
+    let no_guard = GuardConfig {
+        enabled: false,
+        ..GuardConfig::default()
+    };
+    let mut policy = BubblesPolicy::new(layout.clone(), tree, no_guard);
+    let keys: Vec<u64> = (0..5).collect();
+    let first = policy.decide(&PeriodInput::of(0, 0.0, &samples(&keys, &[])));
+    let shared = (0..5)
+        .find(|&i| first.place.iter().filter(|&&p| p == first.place[i]).count() == 2)
+        .expect("two threads share a core");
+    let lonely = (0..5)
+        .find(|&i| first.place.iter().filter(|&&p| p == first.place[i]).count() == 1)
+        .expect("a thread alone on its core") as u64;
+    let mut last = first.clone();
+    for period in 1..2 + QUIET_PERIODS as u64 + REGENERATE_PERIODS {
+        last = policy.decide(&PeriodInput::of(
+            period,
+            period as f64 * 0.05,
+            &samples(&keys, &[lonely]),
+        ));
+    }
+    let running: std::collections::BTreeSet<_> =
+        (0..5).filter(|&i| i as u64 != lonely).map(|i| last.place[i]).collect();
+    assert_eq!(
+        running.len(),
+        4,
+        "one core each: {:?} (first {:?}, {shared} shared)",
+        last.place,
+        first.place
+    );
     assert_eq!(policy.regenerations(), 1);
 }
 
@@ -515,6 +536,7 @@ fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
         bubbles: Some(BubbleInput {
             set: &set,
             of: &[Some(0), Some(0)],
+            loads: &[],
             shakes: 0,
         }),
     });
@@ -606,6 +628,7 @@ fn a_shake_spreads_afresh_as_if_nothing_were_placed() {
                 bubbles: Some(BubbleInput {
                     set: &set,
                     of: &of,
+                    loads: &[],
                     shakes,
                 }),
                 ..PeriodInput::of(period, period as f64 * 0.05, &threads)
@@ -667,6 +690,7 @@ fn bubbles_and_learning_move_a_thread_off_a_loaded_core_inside_its_bubble_s_node
                         bubbles: Some(BubbleInput {
                             set: &set,
                             of: &of,
+                            loads: &[],
                             shakes: 0,
                         }),
                     })
@@ -689,4 +713,60 @@ fn bubbles_and_learning_move_a_thread_off_a_loaded_core_inside_its_bubble_s_node
     );
     assert_eq!(learned[1][1], learned[0][1], "the thread alone stays: {learned:?}");
     assert_eq!(learned[2], learned[1], "and then nothing moves: {learned:?}");
+}
+
+#[test]
+fn a_thread_declared_to_weigh_nothing_stays_high_and_a_change_respreads_at_once() {
+    // Five threads on four cores: the first, declared at load 0 (a parent
+    // waiting for its children), stays on the whole machine and leaves
+    // the four cores to the others from the very first spread, before any
+    // period has shown it blocked. Declaring nothing again gives it a core
+    // at the next period.
+    let (layout, tree, ranges) = machine(2, 2, &[]);
+    let no_guard = GuardConfig {
+        enabled: false,
+        ..GuardConfig::default()
+    };
+    let mut policy = BubblesPolicy::new(layout.clone(), tree, no_guard);
+    let set = BubbleSet::default();
+    let keys = [1, 2, 3, 4, 5];
+    let of = [None; 5];
+    let mut decide = |period: u64, loads: &[Option<f64>]| {
+        let threads = samples(&keys, &[]);
+        policy.decide(&PeriodInput {
+            period,
+            time_s: period as f64 * 0.05,
+            threads: &threads,
+            numa_tick: false,
+            progress: None,
+            waiting: None,
+            queued: None,
+            cores: None,
+            bubbles: Some(BubbleInput {
+                set: &set,
+                of: &of,
+                loads,
+                shakes: 0,
+            }),
+        })
+    };
+    let waiting = [Some(0.0), None, None, None, None];
+    let first = decide(0, &waiting);
+    assert_eq!(ranges[first.place[0]], 0..4, "{:?}", first.place);
+    let worker_cores: std::collections::BTreeSet<_> = first.place[1..]
+        .iter()
+        .map(|&p| {
+            assert_eq!(layout.places()[p].kind, PlaceKind::Core, "{:?}", first.place);
+            p
+        })
+        .collect();
+    assert_eq!(worker_cores.len(), 4, "one worker per core: {:?}", first.place);
+    assert_eq!(decide(1, &waiting).place, first.place, "nothing changed, nothing moves");
+    let counted = decide(2, &[None; 5]);
+    assert_eq!(
+        layout.places()[counted.place[0]].kind,
+        PlaceKind::Core,
+        "counted again at once: {:?}",
+        counted.place
+    );
 }

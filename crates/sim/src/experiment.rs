@@ -13,6 +13,8 @@
 //!     k = 0, 1, ...:  engine.step(machine, k·T_CPU)      observe + decide + place
 //!                     record speeds, the core of every thread
 //!                     machine.advance_to((k+1)·T_CPU)    until the program completes
+//!                       (fib with bubbles: stops when threads are born, and
+//!                        engine.step places them at once, the wake-up)
 //!     ▼
 //!   RunRecord (completion, mean speed, makespan vs optimum, Nash, ...) + speed series
 //! ```
@@ -34,7 +36,9 @@ use crate::machine::{MachineParams, SimMachine, SimMetric};
 use crate::workload::{WorkloadKind, WorkloadSpec};
 
 /// `fib`'s bubbles: inner thread i (machine key i + 1) declares bubble
-/// `fib{i}` for its two children, nested in the bubble it is in itself.
+/// `fib{i}` for its two children, nested in the bubble it is in itself,
+/// and load 0 for itself (it only waits for them, in join), as `pinlearn
+/// work fib --mode bubbles` does before waking the bubble up.
 fn fib_bubbles(leaves: usize) -> BubbleRules {
     let tree = crate::workload::fib_tree(leaves);
     let inner: Vec<usize> = (0..tree.len()).filter(|&i| tree[i].children.is_some()).collect();
@@ -57,7 +61,8 @@ fn fib_bubbles(leaves: usize) -> BubbleRules {
                 .map_or_else(Vec::new, |c| c.iter().map(|&k| k as u32 + 1).collect())
         })
         .collect();
-    BubbleRules::declared(set, members)
+    let waiting = inner.iter().map(|&i| (i as u32 + 1, 0.0)).collect();
+    BubbleRules::declared(set, members).with_thread_loads(waiting)
 }
 
 /// A run that has not completed after this many times `--duration` stops
@@ -260,6 +265,9 @@ impl Experiment {
             && let Some(rules) = self.declared_bubbles(prepared)
         {
             engine = engine.with_bubbles(rules);
+            if self.workload.kind == WorkloadKind::Fib {
+                machine.wake_up_births();
+            }
         }
         let period_s = self.settings.interval.as_secs_f64();
         let horizon = HORIZON_FACTOR * self.workload.duration_s;
@@ -295,7 +303,12 @@ impl Experiment {
             if time_s >= horizon {
                 break;
             }
-            machine.advance_to(period as f64 * period_s);
+            // A program that wakes up its bubbles when it creates threads
+            // has them placed at once: the manager takes a period then.
+            while machine.advance_to(period as f64 * period_s) {
+                let now = machine.now();
+                engine.step(&mut machine, now)?;
+            }
             if machine.completion().is_some() {
                 break;
             }

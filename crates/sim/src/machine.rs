@@ -210,6 +210,10 @@ pub struct SimMachine {
     /// The program's threads sleep at barriers and the background is
     /// another session's: fixed for the run.
     wake_preempts: bool,
+    /// [`Self::advance_to`] stops as soon as threads are born: the program
+    /// wakes up its bubbles then, and the manager places them before they
+    /// compute (the in-process wake-up).
+    wakes_up_births: bool,
     /// The program's live threads per core, runnable or asleep (counted
     /// only when `wake_preempts`).
     residents: Vec<u32>,
@@ -314,6 +318,7 @@ impl SimMachine {
             threads: Vec::with_capacity(spec.tasks()),
             runnable: vec![0.0; m],
             wake_preempts,
+            wakes_up_births: false,
             residents: vec![0; m],
             runnable_total: 0.0,
             load: vec![0.0; m],
@@ -438,19 +443,33 @@ impl SimMachine {
         self.threads[index].home
     }
 
+    /// Makes [`Self::advance_to`] stop when threads are born, before they
+    /// run (a program that wakes up its bubbles after creating threads,
+    /// `pinlearn_bubble_wake_up`: the manager places them at once).
+    pub fn wake_up_births(&mut self) {
+        self.wakes_up_births = true;
+    }
+
     /// Runs the machine until `until_s` (or until the program completes,
-    /// then `now` is the completion time).
-    pub fn advance_to(&mut self, until_s: f64) {
+    /// then `now` is the completion time). Returns true when it stopped
+    /// earlier because threads were born (see [`Self::wake_up_births`]):
+    /// call again to go on.
+    pub fn advance_to(&mut self, until_s: f64) -> bool {
         loop {
-            self.handle_due_events();
-            if self.completion.is_some() || self.now >= until_s - TIME_EPSILON {
+            let born = self.handle_due_events();
+            if self.completion.is_some() {
+                return false;
+            }
+            if born && self.wakes_up_births {
+                return true;
+            }
+            if self.now >= until_s - TIME_EPSILON {
                 break;
             }
             self.step(until_s);
         }
-        if self.completion.is_none() {
-            self.now = self.now.max(until_s);
-        }
+        self.now = self.now.max(until_s);
+        false
     }
 
     // ----- time stepping -------------------------------------------------
@@ -545,9 +564,10 @@ impl SimMachine {
         1.0 + (self.params.numa_factor - 1.0).max(0.0) * thread.memory_intensity * remote
     }
 
-    fn handle_due_events(&mut self) {
+    /// Settles what is due now; true when threads were born.
+    fn handle_due_events(&mut self) -> bool {
         if self.completion.is_some() {
-            return;
+            return false;
         }
         self.apply_background_phase();
         self.recompute_loads();
@@ -556,9 +576,10 @@ impl SimMachine {
         self.program.settle(self.now + TIME_EPSILON, &mut woken);
         if self.program.complete() {
             self.completion = Some(self.now);
-            return;
+            return false;
         }
-        for index in self.program.take_born() {
+        let born = self.program.take_born();
+        for &index in &born {
             self.place_newborn(index);
         }
         self.recompute_loads();
@@ -582,6 +603,7 @@ impl SimMachine {
                 self.next_balance += self.params.balance_interval_s;
             }
         }
+        !born.is_empty()
     }
 
     /// Integrates one interval of constant rates, ending at the next event

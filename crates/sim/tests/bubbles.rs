@@ -90,3 +90,33 @@ fn fib_threads_are_created_during_the_run_and_every_scheduler_finishes_it() {
         assert!(time.is_finite() && time >= 30.0, "{choice}: {time} s");
     }
 }
+
+#[test]
+fn fib_bubbles_keep_leaves_by_their_memory_and_beat_the_os_where_leaves_share_cores() {
+    // The program declares its waiting parents at load 0 and wakes each
+    // bubble up as it creates it: leaves are placed before they touch
+    // memory, and no respread takes them off their node.
+    let experiment = fib(16, 3.0);
+    let (os, bubbles) = (
+        completion(&experiment, "C.1", PolicyChoice::Os),
+        completion(&experiment, "C.1", PolicyChoice::Bubbles),
+    );
+    assert!(
+        bubbles <= os * 1.02,
+        "C.1 (a core per leaf): bubbles {bubbles} s, os {os} s"
+    );
+    let (os, bubbles) = (
+        completion(&experiment, "B.1", PolicyChoice::Os),
+        completion(&experiment, "B.1", PolicyChoice::Bubbles),
+    );
+    assert!(
+        os >= 1.3 * bubbles,
+        "B.1 (two leaves per core): os {os} s, bubbles {bubbles} s"
+    );
+    let experiment = fib(32, 3.0);
+    let (os, bubbles) = (
+        completion(&experiment, "D", PolicyChoice::Os),
+        completion(&experiment, "D", PolicyChoice::Bubbles),
+    );
+    assert!(os >= 1.3 * bubbles, "D: os {os} s, bubbles {bubbles} s");
+}

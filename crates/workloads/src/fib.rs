@@ -224,7 +224,10 @@ impl Tree<'_> {
             format!("fib-{path}")
         };
         // This thread moves into it too (it will wait there in join): a
-        // bubble holds a creator and the threads it creates.
+        // bubble holds a creator and the threads it creates. It says it will
+        // only wait (load 0), so the spread gives the cores to its children
+        // rather than keep one for it, as Marcel knows a blocked thread.
+        let me = pinlearn_engine::live::current_tid();
         let inner = match &self.manager {
             Some(manager) => {
                 let registrar = manager.registrar();
@@ -232,11 +235,10 @@ impl Tree<'_> {
                     .create(Some(&inner_name), bubble.map(|(id, _)| id))
                     .map_err(pinlearn_error)?;
                 if bubble.is_some() {
-                    registrar
-                        .remove_thread(pinlearn_engine::live::current_tid())
-                        .map_err(pinlearn_error)?;
+                    registrar.remove_thread(me).map_err(pinlearn_error)?;
                 }
                 registrar.insert_current_thread(inner).map_err(pinlearn_error)?;
+                registrar.set_thread_load(me, Some(0.0)).map_err(pinlearn_error)?;
                 Some(inner)
             }
             None => None,
@@ -293,6 +295,10 @@ impl Tree<'_> {
                 placed.extend(child_placed);
             }
             woke.map_err(pinlearn_error)?;
+            if let Some(manager) = &self.manager {
+                // Done waiting: its thread id may be reused by a thread that computes.
+                manager.registrar().set_thread_load(me, None).map_err(pinlearn_error)?;
+            }
             Ok((value, placed))
         })
     }

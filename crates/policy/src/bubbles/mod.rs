@@ -9,8 +9,10 @@
 //!     threads + input.bubbles (the set as it stands and each thread's
 //!     bubble, from the engine)
 //!        │ reconcile: new / ended threads, bubble changes, a new set ─► respread now
-//!        │ load: 1 while the thread runs, 0 after QUIET_PERIODS
-//!        │       periods without a speed (blocked: it stays high in the tree)
+//!        │ load: the one the program declared for the thread, if any
+//!        │       (a change respreads now), else 1 while the thread runs,
+//!        │       0 after QUIET_PERIODS periods without a speed (blocked:
+//!        │       it stays high in the tree)
 //!        │       load changed and REGENERATE periods since the last spread
 //!        │                                                  ─► respread (regeneration)
 //!        ▼
@@ -270,6 +272,8 @@ struct Tracked {
     bubble: Option<usize>,
     /// Periods in a row without a measured speed.
     quiet: u32,
+    /// The load its program declared (`None`: measured).
+    declared: Option<f64>,
     /// Its load at the last spread.
     spread_load: f64,
     /// Its place from the last spread (`None`: not spread yet).
@@ -282,7 +286,11 @@ struct Tracked {
 
 impl Tracked {
     fn load(&self) -> f64 {
-        if self.quiet >= QUIET_PERIODS { 0.0 } else { 1.0 }
+        match self.declared {
+            Some(load) => load,
+            None if self.quiet >= QUIET_PERIODS => 0.0,
+            None => 1.0,
+        }
     }
 }
 
@@ -390,9 +398,10 @@ impl BubblesPolicy {
     /// when a thread appeared, ended or changed bubble, or the set changed.
     fn reconcile(&mut self, input: &PeriodInput<'_>) -> bool {
         let empty = BubbleSet::default();
-        let BubbleInput { set, of, shakes } = input.bubbles.unwrap_or(BubbleInput {
+        let BubbleInput { set, of, loads, shakes } = input.bubbles.unwrap_or(BubbleInput {
             set: &empty,
             of: &[],
+            loads: &[],
             shakes: self.shakes,
         });
         let mut changed = false;
@@ -413,11 +422,17 @@ impl BubblesPolicy {
                 changed = true;
             }
             let bubble = bubble_of(i);
+            let declared = loads
+                .get(i)
+                .copied()
+                .flatten()
+                .filter(|load| load.is_finite() && *load >= 0.0);
             let measured = sanitise_speed(sample.speed).is_some();
             let tracked = match previous.next_if(|t| t.key == sample.key) {
                 Some(mut tracked) => {
-                    changed |= tracked.bubble != bubble;
+                    changed |= tracked.bubble != bubble || tracked.declared != declared;
                     tracked.bubble = bubble;
+                    tracked.declared = declared;
                     tracked.quiet = if measured { 0 } else { tracked.quiet.saturating_add(1) };
                     tracked
                 }
@@ -427,6 +442,7 @@ impl BubblesPolicy {
                         key: sample.key,
                         bubble,
                         quiet: 0,
+                        declared,
                         spread_load: 1.0,
                         place: None,
                         core: None,
