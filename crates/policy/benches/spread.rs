@@ -1,6 +1,8 @@
 //! Cost of one bubbles spread: 4096 threads in nested bubbles (8 outer
 //! bubbles of 8 inner bubbles of 64 threads, and the same threads with no
-//! bubble at all) over 1024 single-PU cores in 8 NUMA nodes.
+//! bubble at all) over 1024 single-PU cores in 8 NUMA nodes; and a
+//! respread of the nested ones, every thread where the first spread put it
+//! but a quarter of them blocked (load 0), as a regeneration sees them.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use pinlearn_policy::{BubbleSet, BubbleSpec, Layout, Member, PlaceTree, spread};
@@ -31,6 +33,20 @@ fn spread_bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("spread");
     group.bench_function(BenchmarkId::new("nested", "4096x1024"), |b| {
         b.iter(|| spread(&tree, &nested, &in_bubbles))
+    });
+    let first = spread(&tree, &nested, &in_bubbles);
+    let regenerated: Vec<Member> = in_bubbles
+        .iter()
+        .zip(&first)
+        .enumerate()
+        .map(|(t, (m, &place))| Member {
+            load: if t % 4 == 0 { 0.0 } else { 1.0 },
+            previous: Some(place),
+            ..*m
+        })
+        .collect();
+    group.bench_function(BenchmarkId::new("respread", "4096x1024"), |b| {
+        b.iter(|| spread(&tree, &nested, &regenerated))
     });
     let none = BubbleSet::default();
     group.bench_function(BenchmarkId::new("flat", "4096x1024"), |b| {

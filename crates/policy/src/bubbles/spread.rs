@@ -18,9 +18,10 @@
 //!     ├─ greedy: by priority, then load, heaviest first, each entity to the
 //!     │    least loaded child (ties: the child whose entities have the
 //!     │    lowest priority, then the fewest entities, then the first); on a
-//!     │    respread an entity stays under the child its threads are on, and
-//!     │    inside a node the smallest entities then move from the most
-//!     │    loaded child to the least while that lowers the worst load
+//!     │    respread an entity stays under the child its threads are on, then
+//!     │    the smallest entities move from the most loaded child to the
+//!     │    least while that lowers the worst load (between nodes: only
+//!     │    from a child over its CPUs onto CPUs free for them)
 //!     ├─ while some child is over its CPUs (load / CPUs > 1), try opening
 //!     │    a bubble of the most loaded child (smallest first) and redo the
 //!     │    greedy; keep the first that lowers the worst child's load
@@ -34,12 +35,12 @@
 //! child stays whole as long as no child is over its CPUs: the affinity it
 //! declares is kept whenever it costs no CPU time. A bubble with a burst
 //! level opens at that level and never earlier or later. And a respread
-//! (the paper's regeneration) moves no thread that has a place from one
-//! node to another: its memory was first touched there (in the simulator,
-//! fib on four nodes with remote memory 3x slower took 88 s against 48.5 s
-//! when respreads evened loads across nodes: the longest-running leaf was
-//! moved away from its memory). Linux's windows of the guard balance across
-//! nodes where that pays.
+//! (the paper's regeneration) keeps threads where they are: a bubble whose
+//! threads are under several children opens rather than pull them
+//! together, and a thread changes node only when its node is short of CPUs
+//! and another has one free for it (its memory stays behind; in the
+//! simulator, fib on four nodes lost 2-3x to the modelled Linux while
+//! respreads moved threads between nodes to even loads out).
 //!
 //! Everything is deterministic: the same inputs give the same placement.
 
@@ -293,12 +294,12 @@ impl<'a> Spreader<'a> {
                 .map(|item| self.preferred_child(item.entity, children))
                 .collect()
         };
-        // Moves between nodes leave memory behind: a respread evens out
-        // loads only inside a node.
-        let evens_out = !children
+        // Moves between nodes leave memory behind: a respread makes one
+        // only for an entity short of CPUs, onto CPUs free for it.
+        let crosses_nodes = children
             .iter()
             .any(|&child| self.tree.has_below(child, PlaceKind::Node));
-        let mut assignment = greedy(&mut heavy, &capacity, &prefer, evens_out);
+        let mut assignment = greedy(&mut heavy, &capacity, &prefer, crosses_nodes);
         loop {
             let worst = worst_load(&assignment, &heavy, &capacity);
             if worst <= 1.0 + EPS {
@@ -323,7 +324,7 @@ impl<'a> Spreader<'a> {
             let better = candidates.into_iter().find_map(|index| {
                 let mut trial = heavy.clone();
                 self.open(&mut trial, index);
-                let trial_assignment = greedy(&mut trial, &capacity, &prefer, evens_out);
+                let trial_assignment = greedy(&mut trial, &capacity, &prefer, crosses_nodes);
                 (worst_load(&trial_assignment, &trial, &capacity) < worst - EPS).then_some((trial, trial_assignment))
             });
             match better {
@@ -357,16 +358,16 @@ impl<'a> Spreader<'a> {
 /// load, such as blocked threads, are spread too), then to the first.
 ///
 /// A respread keeps every entity under the child its threads are on (a
-/// move leaves memory behind), places the others as above, then, when the
-/// children share one node (`evens_out`), moves an entity only where that
-/// lowers the load per CPU of a child over its CPUs: the smallest one that
-/// fits, from the most loaded child to the least loaded, until no move
-/// helps. Between nodes nothing that has a place moves.
+/// move leaves memory behind), places the others as above, then moves an
+/// entity only where that lowers the load per CPU of a child over its
+/// CPUs: the smallest one that fits, from the most loaded child to the
+/// least loaded, until no move helps; between nodes (`crosses_nodes`) only
+/// onto CPUs free for it.
 fn greedy(
     items: &mut [Item],
     capacity: &[f64],
     prefer: &dyn Fn(&[Item]) -> Vec<Option<usize>>,
-    evens_out: bool,
+    crosses_nodes: bool,
 ) -> Vec<usize> {
     // Among equals, entities that have a place go first, so one without
     // does not take it from them.
@@ -425,8 +426,8 @@ fn greedy(
         *slot = Some(child);
     }
     let mut assignment: Vec<usize> = assignment.into_iter().map(|c| c.expect("every item placed")).collect();
-    if evens_out && preferred.iter().any(Option::is_some) {
-        even_out(items, capacity, &mut loads, &mut assignment);
+    if preferred.iter().any(Option::is_some) {
+        even_out(items, capacity, &mut loads, &mut assignment, crosses_nodes);
     }
     assignment
 }
@@ -434,7 +435,9 @@ fn greedy(
 /// Moves items out of the most loaded child while it is over its CPUs and
 /// a move lowers its load per CPU without raising the target's above it:
 /// each time the smallest item that does so, to the least loaded child.
-fn even_out(items: &[Item], capacity: &[f64], loads: &mut [f64], assignment: &mut [usize]) {
+/// Between nodes (`crosses_nodes`), only onto CPUs that stay within their
+/// number: an entity leaves its memory only for CPUs of its own.
+fn even_out(items: &[Item], capacity: &[f64], loads: &mut [f64], assignment: &mut [usize], crosses_nodes: bool) {
     let share = |loads: &[f64], child: usize| loads[child] / capacity[child];
     for _ in 0..items.len() {
         let most = (0..capacity.len())
@@ -449,7 +452,10 @@ fn even_out(items: &[Item], capacity: &[f64], loads: &mut [f64], assignment: &mu
             .expect("a child");
         let movable = (0..items.len())
             .filter(|&i| assignment[i] == most && items[i].load > EPS)
-            .filter(|&i| (loads[least] + items[i].load) / capacity[least] < worst - EPS)
+            .filter(|&i| {
+                let after = (loads[least] + items[i].load) / capacity[least];
+                after < worst - EPS && (!crosses_nodes || after <= 1.0 + EPS)
+            })
             .min_by(|&a, &b| items[a].load.total_cmp(&items[b].load).then(a.cmp(&b)));
         let Some(index) = movable else {
             return;
