@@ -74,6 +74,10 @@ pub struct WatchdogArgs {
     /// Its journal of original masks.
     #[arg(long)]
     pub journal: std::path::PathBuf,
+    /// The process it supervises (its status file is removed if the
+    /// manager dies without removing it).
+    #[arg(long)]
+    pub target: Option<u32>,
 }
 
 /// Options shared by `run` and `attach`.

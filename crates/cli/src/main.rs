@@ -108,7 +108,13 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
 /// `pinlearn watchdog` (started by run and attach, hidden): restores the
 /// journal's masks if the manager dies.
 fn watchdog(args: &args::WatchdogArgs) -> Result<u8, Failure> {
-    match pinlearn_engine::live::restore::watch(args.manager, &args.journal) {
+    let watched = pinlearn_engine::live::restore::watch(args.manager, &args.journal);
+    if let Some(target) = args.target {
+        // A killed manager leaves its status file: it would tell `pinlearn
+        // status` of a supervision that no longer is.
+        let _ = pinlearn_engine::status::remove_stale(target);
+    }
+    match watched {
         Ok(None) => Ok(0),
         Ok(Some(restored)) => {
             eprintln!(
@@ -157,6 +163,8 @@ fn restore(args: &args::RestoreArgs) -> Result<u8, Failure> {
     }
     let restored = pinlearn_engine::live::restore::restore(&path)
         .map_err(|e| Failure::Runtime(format!("cannot restore from {}: {e}", path.display())))?;
+    // The status a killed manager left goes with its journal.
+    let _ = pinlearn_engine::status::remove_stale(args.pid);
     println!(
         "restored {} threads of PID {} ({} had ended){}",
         restored.threads,

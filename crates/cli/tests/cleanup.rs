@@ -108,6 +108,9 @@ fn the_watchdog_restores_every_mask_when_the_manager_is_killed() {
     manager.wait().expect("reap the manager");
     wait_until(Duration::from_secs(10), || common::masks(pid) == before);
     wait_until(Duration::from_secs(5), || !journal.exists());
+    // The status the killed manager kept goes too.
+    let status = pinlearn_engine::status::status_path(pid);
+    wait_until(Duration::from_secs(5), || !status.exists());
 }
 
 #[test]
@@ -124,9 +127,12 @@ fn restore_puts_back_what_a_killed_manager_and_watchdog_left() {
     std::thread::sleep(Duration::from_millis(300));
     assert_ne!(common::masks(pid), before, "nobody restored: the case `restore` is for");
 
+    let status = pinlearn_engine::status::status_path(pid);
+    assert!(status.exists(), "a killed manager leaves its status");
     let out = common::run(&["restore", &pid.to_string()]);
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     assert_eq!(common::masks(pid), before);
+    assert!(!status.exists(), "restore removes the status a killed manager left");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("threads of PID {pid}")), "{text}");
 

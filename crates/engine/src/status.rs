@@ -115,6 +115,15 @@ pub fn read(target: u32) -> Result<Status, StatusError> {
     Ok(status)
 }
 
+/// Removes the status of the supervision of `target` if its manager has
+/// ended without removing it (killed); returns whether it did.
+pub fn remove_stale(target: u32) -> io::Result<bool> {
+    match read(target) {
+        Err(StatusError::Stale { .. }) => std::fs::remove_file(status_path(target)).map(|()| true),
+        _ => Ok(false),
+    }
+}
+
 impl Status {
     /// The bubbles nested, each with the CPUs its threads hold, and under
     /// each its threads with their CPUs; threads in no bubble last.

@@ -368,7 +368,7 @@ fn supervise(
     if let Some(note) = &journal_note {
         eprintln!("pinlearn: {note}");
     }
-    let watchdog = start_watchdog(session, journal.path())?;
+    let watchdog = start_watchdog(session, pid, journal.path())?;
     let mut target = session
         .live_target(Scope::process_tree(pid, session.settings.children))
         .with_journal(journal)
@@ -400,9 +400,9 @@ fn supervise(
     Ok(report)
 }
 
-/// Starts `pinlearn watchdog` for this manager and its journal, if the
-/// session has the binary.
-fn start_watchdog(session: &Session, journal: &std::path::Path) -> Result<Option<Child>, EngineError> {
+/// Starts `pinlearn watchdog` for this manager, its target and its journal,
+/// if the session has the binary.
+fn start_watchdog(session: &Session, target: u32, journal: &std::path::Path) -> Result<Option<Child>, EngineError> {
     let Some(exe) = &session.watchdog else {
         return Ok(None);
     };
@@ -412,6 +412,8 @@ fn start_watchdog(session: &Session, journal: &std::path::Path) -> Result<Option
         .arg(std::process::id().to_string())
         .arg("--journal")
         .arg(journal)
+        .arg("--target")
+        .arg(target.to_string())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .spawn()

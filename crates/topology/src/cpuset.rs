@@ -127,6 +127,15 @@ impl CpuSet {
         was_absent
     }
 
+    /// The set whose CPU `64 * w + b` is bit `b` of `words[w]` (the layout of
+    /// the kernel's `cpu_set_t` on 64-bit machines).
+    pub fn from_words(words: &[u64]) -> Self {
+        let used = words.iter().rposition(|&w| w != 0).map_or(0, |last| last + 1);
+        CpuSet {
+            words: words[..used].to_vec(),
+        }
+    }
+
     /// Removes `cpu`; returns whether it was present.
     pub fn remove(&mut self, cpu: usize) -> bool {
         let was_present = self.contains(cpu);
@@ -390,6 +399,22 @@ mod tests {
         assert_eq!(CpuSet::parse_list("4-4").unwrap(), set(&[4]));
         assert_eq!(CpuSet::parse_list("  8, 0-1 ,3\n").unwrap(), set(&[0, 1, 3, 8]));
         assert_eq!(CpuSet::parse_list("8191").unwrap(), set(&[8191]));
+    }
+
+    #[test]
+    fn words_in_the_kernel_layout_make_the_same_set_as_its_cpus() {
+        let mut words = [0u64; 128];
+        words[0] = 0b1011;
+        words[2] = 1 << 63;
+        let set = CpuSet::from_words(&words);
+        assert_eq!(set, CpuSet::parse_list("0-1,3,191").unwrap());
+        assert_eq!(
+            set,
+            [0, 1, 3, 191].into_iter().collect::<CpuSet>(),
+            "trailing zero words trimmed"
+        );
+        assert!(CpuSet::from_words(&[0; 4]).is_empty());
+        assert_eq!(CpuSet::from_words(&[0; 4]), CpuSet::new());
     }
 
     #[test]

@@ -20,7 +20,7 @@ const WORD_BITS: usize = u64::BITS as usize;
 
 /// Reads the affinity mask of thread `tid` (0 = the calling thread).
 pub fn get_affinity(tid: u32) -> io::Result<CpuSet> {
-    let mut words = vec![0u64; 8192 / WORD_BITS];
+    let mut words = [0u64; 8192 / WORD_BITS];
     // SAFETY: the buffer is valid for its full byte length.
     let ret = unsafe {
         libc::sched_getaffinity(
@@ -32,15 +32,7 @@ pub fn get_affinity(tid: u32) -> io::Result<CpuSet> {
     if ret != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(words
-        .iter()
-        .enumerate()
-        .flat_map(|(w, bits)| {
-            (0..WORD_BITS)
-                .filter(move |b| bits & (1u64 << b) != 0)
-                .map(move |b| w * WORD_BITS + b)
-        })
-        .collect())
+    Ok(CpuSet::from_words(&words))
 }
 
 /// Restricts thread `tid` to `cpus`.

@@ -705,6 +705,11 @@ impl LiveProcess {
                 share: cpu_share,
             });
         }
+        if !gone.is_empty() {
+            // Another thread may have started in its place, leaving the
+            // count the task watcher checks unchanged.
+            self.tasks.rescan();
+        }
         for tid in gone {
             self.forget(tid);
         }

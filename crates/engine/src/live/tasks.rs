@@ -4,14 +4,27 @@
 //!
 //! ```text
 //!   scan():  pending = [root]
-//!     pop pid ─► /proc/PID/task (directory kept open, rewound each scan) ─► tids
-//!                 └─ children on: /proc/PID/task/TID/children (file kept open) ─► child pids ─► pending
+//!     pop pid ─► /proc/PID/stat (kept open): as many threads as the last
+//!                scan listed, none ended since (rescan()), and fewer than
+//!                CHILDREN_EVERY scans ago? ─► the same tids
+//!                else /proc/PID/task (directory kept open, rewound) ─► tids
+//!                 └─ children on: /proc/PID/task/TID/children (file kept open; read for
+//!                    a new thread, then every CHILDREN_EVERY scans) ─► child pids ─► pending
 //!     ─► Scan { threads: [(pid, tid)], ended: pids seen before and gone now,
 //!               parents: child pid -> the pid whose thread started it }
 //! ```
 //!
 //! A process or thread can end at any moment: whatever cannot be opened or
 //! read is simply not there, never an error.
+//!
+//! Reading every thread's children file at every scan was most of the
+//! manager's cost with many threads (1.1% of a core with 65 threads at
+//! 20 scans/s, with sched_getaffinity's decoding); a process started by a
+//! thread seen before is found within [`CHILDREN_EVERY`] scans. Listing
+//! /proc/PID/task was most of the rest: it is listed again when the
+//! process's thread count (field 20 of /proc/PID/stat) changed, when the
+//! caller saw a thread end ([`TaskWatcher::rescan`]: one may have started
+//! in its place), and every [`CHILDREN_EVERY`] scans whatever happened.
 
 use nix::dir::Dir;
 use nix::fcntl::OFlag;
@@ -20,6 +33,10 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+
+/// Scans between two reads of a known thread's children file, and at most
+/// between two listings of a process's threads.
+pub const CHILDREN_EVERY: u64 = 4;
 
 /// What one scan found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -36,10 +53,15 @@ pub struct Scan {
 pub struct TaskWatcher {
     root: u32,
     children: bool,
-    /// Open /proc/PID/task directories, by pid.
-    task_dirs: HashMap<u32, Dir>,
-    /// Open /proc/PID/task/TID/children files, by tid.
-    children_files: HashMap<u32, File>,
+    /// Open /proc/PID/task directories, by pid, with the process's
+    /// /proc/PID/stat and the threads the last listing found.
+    task_dirs: HashMap<u32, Listed>,
+    /// List every process's threads at the next scan.
+    relist: bool,
+    /// Open /proc/PID/task/TID/children files, by tid, and the processes
+    /// each thread had started at its last read.
+    children_files: HashMap<u32, (File, Vec<u32>)>,
+    scans: u64,
     /// A process left out with all it started (pinlearn itself).
     skip: Option<u32>,
 }
@@ -51,7 +73,9 @@ impl TaskWatcher {
             root,
             children,
             task_dirs: HashMap::new(),
+            relist: false,
             children_files: HashMap::new(),
+            scans: 0,
             skip: None,
         }
     }
@@ -63,8 +87,17 @@ impl TaskWatcher {
         self
     }
 
+    /// Makes the next scan list every process's threads (a thread ended:
+    /// another may have started since, leaving the count unchanged).
+    pub fn rescan(&mut self) {
+        self.relist = true;
+    }
+
     /// Every live thread of the tree now.
     pub fn scan(&mut self) -> Scan {
+        let reread = self.scans.is_multiple_of(CHILDREN_EVERY);
+        self.scans += 1;
+        let relist = std::mem::replace(&mut self.relist, false) || reread;
         let mut threads = Vec::new();
         let mut pending = vec![self.root];
         let mut seen_pids = HashSet::new();
@@ -75,28 +108,20 @@ impl TaskWatcher {
             if !seen_pids.insert(pid) || self.skip == Some(pid) {
                 continue;
             }
-            let dir = match self.task_dirs.entry(pid) {
-                Entry::Occupied(dir) => dir.into_mut(),
-                Entry::Vacant(slot) => match Dir::open(
-                    format!("/proc/{pid}/task").as_str(),
-                    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                    Mode::empty(),
-                ) {
-                    Ok(dir) => slot.insert(dir),
-                    Err(_) => continue,
+            let listed = match self.task_dirs.entry(pid) {
+                Entry::Occupied(listed) => listed.into_mut(),
+                Entry::Vacant(slot) => match Listed::open(pid) {
+                    Some(listed) => slot.insert(listed),
+                    None => continue,
                 },
             };
-            let tids: Vec<u32> = dir
-                .iter()
-                .flatten()
-                .filter_map(|entry| entry.file_name().to_str().ok()?.parse().ok())
-                .collect();
+            let tids = listed.tids(relist);
             if !tids.is_empty() {
                 live_pids.insert(pid);
             }
             for tid in tids {
                 if self.children {
-                    for child in self.child_processes(pid, tid) {
+                    for child in self.child_processes(pid, tid, reread) {
                         parents.entry(child).or_insert(pid);
                         pending.push(child);
                     }
@@ -122,21 +147,92 @@ impl TaskWatcher {
         }
     }
 
-    /// The processes thread `tid` of `pid` started, read from its children file.
-    fn child_processes(&mut self, pid: u32, tid: u32) -> Vec<u32> {
-        let file = match self.children_files.entry(tid) {
-            Entry::Occupied(file) => file.into_mut(),
+    /// The processes thread `tid` of `pid` started, read from its children
+    /// file when the thread is new or `reread`, else as last read.
+    fn child_processes(&mut self, pid: u32, tid: u32, reread: bool) -> Vec<u32> {
+        let (file, children) = match self.children_files.entry(tid) {
+            Entry::Occupied(entry) => {
+                let (file, children) = entry.into_mut();
+                if !reread {
+                    return children.clone();
+                }
+                (file, children)
+            }
             Entry::Vacant(slot) => match File::open(format!("/proc/{pid}/task/{tid}/children")) {
-                Ok(file) => slot.insert(file),
+                Ok(file) => {
+                    let (file, children) = slot.insert((file, Vec::new()));
+                    (file, children)
+                }
                 Err(_) => return Vec::new(),
             },
         };
         let mut buf = [0u8; 4096];
         let n = file.read_at(&mut buf, 0).unwrap_or(0);
-        std::str::from_utf8(&buf[..n])
+        *children = std::str::from_utf8(&buf[..n])
             .map(|s| s.split_ascii_whitespace().filter_map(|p| p.parse().ok()).collect())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        children.clone()
     }
+}
+
+/// One process's thread listing.
+struct Listed {
+    dir: Dir,
+    stat: File,
+    tids: Vec<u32>,
+    /// The thread count /proc/PID/stat gave when `tids` was listed.
+    count: Option<u64>,
+}
+
+impl Listed {
+    fn open(pid: u32) -> Option<Listed> {
+        let dir = Dir::open(
+            format!("/proc/{pid}/task").as_str(),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let stat = File::open(format!("/proc/{pid}/stat")).ok()?;
+        Some(Listed {
+            dir,
+            stat,
+            tids: Vec::new(),
+            count: None,
+        })
+    }
+
+    /// The process's threads: those listed last time while its thread
+    /// count is the same (and `relist` is false), else listed afresh.
+    fn tids(&mut self, relist: bool) -> Vec<u32> {
+        let mut buf = [0u8; 1024];
+        let count = self
+            .stat
+            .read_at(&mut buf, 0)
+            .ok()
+            .and_then(|n| stat_thread_count(&buf[..n]));
+        if relist || count.is_none() || count != self.count {
+            self.tids = self
+                .dir
+                .iter()
+                .flatten()
+                .filter_map(|entry| entry.file_name().to_str().ok()?.parse().ok())
+                .collect();
+            self.count = count.filter(|&c| c == self.tids.len() as u64);
+        }
+        self.tids.clone()
+    }
+}
+
+/// Field 20 (num_threads) of a /proc/PID/stat line; the name in field 2
+/// may hold spaces and parentheses, so fields are counted after its last ')'.
+fn stat_thread_count(line: &[u8]) -> Option<u64> {
+    let after_name = line.iter().rposition(|&b| b == b')')? + 1;
+    std::str::from_utf8(&line[after_name..])
+        .ok()?
+        .split_ascii_whitespace()
+        .nth(17)?
+        .parse()
+        .ok()
 }
 
 /// Whether process `pid` runs (exists and is not a zombie).
@@ -163,6 +259,14 @@ mod tests {
     }
 
     #[test]
+    fn the_thread_count_is_read_after_the_name() {
+        let line = b"4711 (a) b (c)) S 1 4711 4711 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 17 0 12345 1000";
+        assert_eq!(stat_thread_count(line), Some(17));
+        assert_eq!(stat_thread_count(b"4711 (x) S 1"), None);
+        assert_eq!(stat_thread_count(b"garbage"), None);
+    }
+
+    #[test]
     fn finds_a_new_thread_and_a_child_process_and_their_end() {
         let me = std::process::id();
         let mut watcher = TaskWatcher::new(me, true);
@@ -180,15 +284,24 @@ mod tests {
             .unwrap();
         let tid = tid_rx.recv().unwrap();
         let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-        let scan = watcher.scan();
-        assert!(scan.threads.contains(&(me, tid)), "{scan:?}");
-        assert!(scan.threads.iter().any(|&(pid, _)| pid == child.id()), "{scan:?}");
+        // A new thread shows at the next scan when the thread count changed
+        // (the harness's threads come and go too), and at the latest within
+        // CHILDREN_EVERY scans, like a process started by a thread seen before.
+        let scans: Vec<Scan> = (0..CHILDREN_EVERY).map(|_| watcher.scan()).collect();
+        let scan = scans.last().unwrap();
+        assert!(scan.threads.contains(&(me, tid)), "{scans:?}");
+        let found = scans
+            .iter()
+            .position(|scan| scan.threads.iter().any(|&(pid, _)| pid == child.id()));
+        assert_eq!(found, Some(CHILDREN_EVERY as usize - 1), "{scans:?}");
         assert_eq!(thread_name(me, tid).as_deref(), Some("tasks-test"));
 
         child.kill().unwrap();
         child.wait().unwrap();
         done_tx.send(()).unwrap();
         worker.join().unwrap();
+        // The live target calls rescan() when a thread's probe says it ended.
+        watcher.rescan();
         let after = watcher.scan();
         assert!(!after.threads.iter().any(|&(_, t)| t == tid), "{after:?}");
         assert_eq!(after.ended, vec![child.id()]);
