@@ -3,11 +3,13 @@
 //!
 //! ```text
 //!   supervise, after each period whose placement changed (a thread came,
-//!   went, moved, or changed bubble):
+//!   went, moved, or changed bubble), at most every WRITE_EVERY_S:
 //!     Engine::placement() ─► Status { manager, target, policy, time_s, bubbles, threads }
 //!        ─► $RUNTIME/status-TARGET.json (0600; written to status-TARGET.json.new
 //!           renamed over it, so a reader sees one whole status)
-//!   end of the supervision (any way out): the file is removed (Drop)
+//!   end of the supervision (any way out): the file is removed (Drop); a
+//!   killed manager's is removed by its watchdog or `pinlearn restore`
+//!   (remove_stale)
 //!
 //!   pinlearn status PID ─► read(PID): a regular file of this user, at most
 //!        16 MiB, valid JSON, its manager alive ─► Status::to_text(): the
@@ -243,11 +245,17 @@ pub struct StatusFile {
     path: PathBuf,
     target: u32,
     manager: u32,
-    /// The engine's placement version last written.
+    /// The engine's placement version last written, and when (seconds
+    /// into the run).
     written: Option<u64>,
+    written_at: f64,
     /// Why writing failed (then it is not tried again).
     failed: Option<String>,
 }
+
+/// Shortest time between two writes of a status file, in seconds (the
+/// first is written at once).
+pub const WRITE_EVERY_S: f64 = 0.25;
 
 impl StatusFile {
     /// The status of a supervision of `target` by this process; nothing is
@@ -259,6 +267,7 @@ impl StatusFile {
             target,
             manager: std::process::id(),
             written: None,
+            written_at: f64::NEG_INFINITY,
             failed: None,
         }
     }
@@ -267,6 +276,12 @@ impl StatusFile {
     pub fn update(&mut self, engine: &Engine, time_s: f64) {
         let version = engine.placement_version();
         if self.failed.is_some() || self.written == Some(version) {
+            return;
+        }
+        // Threads that come and go change the placement every period: the
+        // file (every thread, rewritten and renamed) is kept at most
+        // WRITE_EVERY_S old instead of rewritten each time.
+        if self.written.is_some() && time_s - self.written_at < WRITE_EVERY_S {
             return;
         }
         let (bubbles, threads) = engine.placement();
@@ -279,7 +294,10 @@ impl StatusFile {
             threads,
         };
         match self.write(&status) {
-            Ok(()) => self.written = Some(version),
+            Ok(()) => {
+                self.written = Some(version);
+                self.written_at = time_s;
+            }
             Err(e) => {
                 self.failed = Some(format!(
                     "cannot write the status {} ({e}): `pinlearn status {}` will not show this run",
