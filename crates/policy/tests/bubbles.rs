@@ -249,6 +249,19 @@ fn bad_bubble_sets_say_what_is_wrong() {
     assert_eq!(set.get(1).parent, Some(0));
 }
 
+/// Period `period` at `time_s` with the threads' samples and the bubbles.
+fn with_bubbles<'a>(
+    period: u64,
+    time_s: f64,
+    threads: &'a [ThreadSample],
+    bubbles: BubbleInput<'a>,
+) -> PeriodInput<'a> {
+    PeriodInput {
+        bubbles: Some(bubbles),
+        ..PeriodInput::of(period, time_s, threads)
+    }
+}
+
 fn samples(keys: &[u64], quiet: &[u64]) -> Vec<ThreadSample> {
     keys.iter()
         .map(|&key| ThreadSample {
@@ -288,22 +301,17 @@ fn the_policy_regenerates_once_a_group_blocks() {
     let node = |place: usize| node_of(&layout, &ranges, place);
     let mut decide = |period: u64, quiet: &[u64]| {
         let threads = samples(&keys, quiet);
-        policy.decide(&PeriodInput {
+        policy.decide(&with_bubbles(
             period,
-            time_s: period as f64 * 0.05,
-            threads: &threads,
-            numa_tick: false,
-            progress: None,
-            waiting: None,
-            queued: None,
-            cores: None,
-            bubbles: Some(BubbleInput {
+            period as f64 * 0.05,
+            &threads,
+            BubbleInput {
                 set: &set,
                 of: &of,
                 loads: &[],
                 shakes: 0,
-            }),
-        })
+            },
+        ))
     };
     let first = decide(0, &[]);
     assert_ne!(
@@ -544,22 +552,17 @@ fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
     let mut policy = BubblesPolicy::new(layout.clone(), tree, guard);
     let set = bubbles(&[("a", None)]);
     let threads = samples(&[1, 2], &[]);
-    let first = policy.decide(&PeriodInput {
-        period: 0,
-        time_s: 0.0,
-        threads: &threads,
-        numa_tick: false,
-        progress: None,
-        waiting: None,
-        queued: None,
-        cores: None,
-        bubbles: Some(BubbleInput {
+    let first = policy.decide(&with_bubbles(
+        0,
+        0.0,
+        &threads,
+        BubbleInput {
             set: &set,
             of: &[Some(0), Some(0)],
             loads: &[],
             shakes: 0,
-        }),
-    });
+        },
+    ));
     assert!(
         first.place.iter().all(|&p| layout.places()[p].kind == PlaceKind::Core),
         "{:?}",
@@ -698,22 +701,17 @@ fn bubbles_and_learning_move_a_thread_off_a_loaded_core_inside_its_bubble_s_node
                     })
                     .collect();
                 policy
-                    .decide(&PeriodInput {
+                    .decide(&with_bubbles(
                         period,
-                        time_s: period as f64 * 0.05,
-                        threads: &threads,
-                        numa_tick: false,
-                        progress: None,
-                        waiting: None,
-                        queued: None,
-                        cores: None,
-                        bubbles: Some(BubbleInput {
+                        period as f64 * 0.05,
+                        &threads,
+                        BubbleInput {
                             set: &set,
                             of: &of,
                             loads: &[],
                             shakes: 0,
-                        }),
-                    })
+                        },
+                    ))
                     .place
             })
             .collect()
@@ -753,22 +751,17 @@ fn a_thread_declared_to_weigh_nothing_stays_high_and_a_change_respreads_at_once(
     let of = [None; 5];
     let mut decide = |period: u64, loads: &[Option<f64>]| {
         let threads = samples(&keys, &[]);
-        policy.decide(&PeriodInput {
+        policy.decide(&with_bubbles(
             period,
-            time_s: period as f64 * 0.05,
-            threads: &threads,
-            numa_tick: false,
-            progress: None,
-            waiting: None,
-            queued: None,
-            cores: None,
-            bubbles: Some(BubbleInput {
+            period as f64 * 0.05,
+            &threads,
+            BubbleInput {
                 set: &set,
                 of: &of,
                 loads,
                 shakes: 0,
-            }),
-        })
+            },
+        ))
     };
     let waiting = [Some(0.0), None, None, None, None];
     let first = decide(0, &waiting);
@@ -789,4 +782,33 @@ fn a_thread_declared_to_weigh_nothing_stays_high_and_a_change_respreads_at_once(
         "counted again at once: {:?}",
         counted.place
     );
+}
+
+#[test]
+fn bubbles_whose_threads_are_spread_over_nodes_are_placed_apart_when_gathered() {
+    // Threads first placed one per core before their names put them in
+    // bubbles (heat-0..3 on two one-core nodes): each bubble has a thread
+    // on each node, so neither node is "where it is"; gathering them must
+    // not put both bubbles on the first node.
+    let (layout, tree, ranges) = machine(2, 1, &[]);
+    let mut specs = vec![BubbleSpec::new("top"), BubbleSpec::new("bottom")];
+    for spec in &mut specs {
+        spec.burst = Some(PlaceKind::Node);
+    }
+    let set = BubbleSet::new(specs).unwrap();
+    // machine(): node n of one core has its core at place 2n.
+    let core = |node: usize| 2 * node;
+    assert_eq!(ranges[core(1)], 1..2);
+    let members: Vec<Member> = [(0, 0), (0, 1), (1, 0), (1, 1)]
+        .iter()
+        .map(|&(bubble, node)| Member {
+            previous: Some(core(node)),
+            ..member(Some(bubble))
+        })
+        .collect();
+    let places = spread(&tree, &set, &members);
+    let node = |t: usize| node_of(&layout, &ranges, places[t]);
+    assert_eq!(node(0), node(1), "top gathered: {places:?}");
+    assert_eq!(node(2), node(3), "bottom gathered: {places:?}");
+    assert_ne!(node(0), node(2), "the bubbles on different nodes: {places:?}");
 }

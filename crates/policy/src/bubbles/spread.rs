@@ -18,7 +18,7 @@
 //!     ├─ greedy: by priority, then load, heaviest first, each entity to the
 //!     │    least loaded child (ties: the child whose entities have the
 //!     │    lowest priority, then the fewest entities, then the first); on a
-//!     │    respread an entity stays under the child its threads are on, then
+//!     │    respread an entity stays under the child all its threads are on, then
 //!     │    the smallest entities move from the most loaded child to the
 //!     │    least while that lowers the worst load (between nodes: only
 //!     │    from a child over its CPUs onto CPUs free for them)
@@ -190,12 +190,17 @@ impl<'a> Spreader<'a> {
         items
     }
 
-    /// The child of the place being spread that holds most of the entity's
-    /// threads now (ties: the first), if any of them has a place.
+    /// The child of the place being spread that holds the entity's threads
+    /// now, if they have places and all of them are under that child (an
+    /// entity split over children must move some of them anyway: it is
+    /// placed like a new one).
     fn preferred_child(&self, entity: Entity, children: &[usize]) -> Option<usize> {
         let votes = self.votes(entity, children);
-        let most = votes.iter().copied().max().filter(|&m| m > 0)?;
-        votes.iter().position(|&v| v == most)
+        let mut under = votes.iter().enumerate().filter(|&(_, &v)| v > 0).map(|(c, _)| c);
+        match (under.next(), under.next()) {
+            (Some(child), None) => Some(child),
+            _ => None,
+        }
     }
 
     /// How many of the entity's threads are now under each of `children`.
