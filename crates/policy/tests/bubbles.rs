@@ -249,6 +249,15 @@ fn bad_bubble_sets_say_what_is_wrong() {
     assert_eq!(set.get(1).parent, Some(0));
 }
 
+/// `--policy bubbles` with the guard off: every period is the bubbles'.
+fn unguarded(layout: &Layout, tree: PlaceTree) -> BubblesPolicy {
+    let no_guard = GuardConfig {
+        enabled: false,
+        ..GuardConfig::default()
+    };
+    BubblesPolicy::new(layout.clone(), tree, no_guard)
+}
+
 /// Period `period` at `time_s` with the threads' samples and the bubbles.
 fn with_bubbles<'a>(
     period: u64,
@@ -280,11 +289,7 @@ fn the_policy_regenerates_once_a_group_blocks() {
     // moves to a free CPU, the only move between nodes a respread makes.
     let (layout, tree, ranges) = machine(2, 4, &[]);
     let set = bubbles(&[("a", None), ("b", None), ("c", None)]);
-    let no_guard = GuardConfig {
-        enabled: false,
-        ..GuardConfig::default()
-    };
-    let mut policy = BubblesPolicy::new(layout.clone(), tree, no_guard);
+    let mut policy = unguarded(&layout, tree);
     let keys: Vec<u64> = (0..10).collect();
     let of: Vec<Option<usize>> = keys
         .iter()
@@ -347,11 +352,7 @@ fn a_regeneration_evens_out_the_cores_of_a_node() {
     // thread alone on its core blocks, one regeneration gives each of the
     // four still running a core of its own.
     let (layout, tree, _) = machine(1, 4, &[]);
-    let no_guard = GuardConfig {
-        enabled: false,
-        ..GuardConfig::default()
-    };
-    let mut policy = BubblesPolicy::new(layout.clone(), tree, no_guard);
+    let mut policy = unguarded(&layout, tree);
     let keys: Vec<u64> = (0..5).collect();
     let first = policy.decide(&PeriodInput::of(0, 0.0, &samples(&keys, &[])));
     let shared = (0..5)
@@ -741,11 +742,7 @@ fn a_thread_declared_to_weigh_nothing_stays_high_and_a_change_respreads_at_once(
     // period has shown it blocked. Declaring nothing again gives it a core
     // at the next period.
     let (layout, tree, ranges) = machine(2, 2, &[]);
-    let no_guard = GuardConfig {
-        enabled: false,
-        ..GuardConfig::default()
-    };
-    let mut policy = BubblesPolicy::new(layout.clone(), tree, no_guard);
+    let mut policy = unguarded(&layout, tree);
     let set = BubbleSet::default();
     let keys = [1, 2, 3, 4, 5];
     let of = [None; 5];
