@@ -150,8 +150,8 @@ int pinlearn_bubble_set_load(const struct pinlearn_manager *manager, int bubble,
 // (1 while it runs): a number >= 0, 0 for a thread that will only wait
 // (a parent joining its children: the spread then leaves it high in the
 // tree and gives the cores to the threads that compute), or
-// `PINLEARN_LOAD_MEASURED` to measure it again. Held for that thread until
-// changed; takes effect at the next period or wake-up. Returns 0 or -1.
+// `PINLEARN_LOAD_MEASURED` to measure it again. Held until changed or the
+// thread ends; takes effect at the next period or wake-up. Returns 0 or -1.
 //
 // # Safety
 // `manager` must be NULL or a live manager.

@@ -71,9 +71,9 @@ pub struct FibArgs {
     /// Sub-calls of size G or less are one unit of work (a heartbeat)
     #[arg(long, default_value_t = fib::Options::default().grain)]
     pub grain: u32,
-    /// simple (the OS places the threads) or bubbles (bubbles nested as the recursion, placed by pinlearn inside this process)
+    /// simple (the OS places the threads), bound (leaf i pins itself to the i-th CPU it may use) or bubbles (bubbles nested as the recursion, placed by pinlearn inside this process)
     #[arg(long, default_value_t = fib::Options::default().mode)]
-    pub mode: fib::Mode,
+    pub mode: pinlearn_workloads::Mode,
     /// With --mode bubbles: place on this topology instead of the machine's (an hwloc synthetic string, needs --topology-map, or an lstopo XML file)
     #[arg(long, value_name = "SPEC")]
     pub topology: Option<String>,
@@ -95,7 +95,7 @@ pub struct HeatArgs {
     pub steps: u32,
     /// simple (the OS places the threads), bound (thread i pins itself to the i-th CPU it may use) or bubbles (one bubble per NUMA node, placed by pinlearn inside this process)
     #[arg(long, default_value_t = heat::Options::default().mode)]
-    pub mode: heat::Mode,
+    pub mode: pinlearn_workloads::Mode,
     /// With --mode bubbles: place on this topology instead of the machine's (an hwloc synthetic string, needs --topology-map, or an lstopo XML file)
     #[arg(long, value_name = "SPEC")]
     pub topology: Option<String>,

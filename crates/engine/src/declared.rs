@@ -249,7 +249,7 @@ impl DeclaredBubbles {
 
     /// Thread `tid`'s load instead of its measured one (a number >= 0: 0
     /// for a thread that only waits, as a parent joining its children), or
-    /// `None` to measure it again. Held for that thread id until changed.
+    /// `None` to measure it again. Held until changed or the thread ends.
     pub fn set_thread_load(&self, tid: u32, load: Option<f64>) -> Result<(), EngineError> {
         if let Some(load) = load
             && !(load.is_finite() && load >= 0.0)
@@ -272,6 +272,21 @@ impl DeclaredBubbles {
             state.version += 1;
         }
         Ok(())
+    }
+
+    /// Forgets the bubble and the declared load of threads that ended: a
+    /// thread id the kernel gives again names another thread, which starts
+    /// in no bubble, measured. Called by the engine as it retires threads.
+    pub(crate) fn forget_threads(&self, tids: &[u32]) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut changed = false;
+        for tid in tids {
+            changed |= state.thread_bubble.remove(tid).is_some();
+            changed |= state.thread_load.remove(tid).is_some();
+        }
+        if changed {
+            state.version += 1;
+        }
     }
 
     /// Asks for a fresh spread of everything, ignoring where threads are.

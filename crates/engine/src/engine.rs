@@ -450,6 +450,19 @@ impl Engine {
             .filter(|(key, record)| !record.ended && samples.binary_search_by_key(key, |s| &s.key).is_err())
             .map(|(&key, _)| key)
             .collect();
+        if let Some(declared) = &self.declared {
+            // A thread id already given to a live thread names that thread.
+            let live_tids: std::collections::BTreeSet<u32> = samples
+                .iter()
+                .filter_map(|sample| self.threads.get(&sample.key).map(|record| record.who.tid))
+                .collect();
+            let ended_tids: Vec<u32> = newly_ended
+                .iter()
+                .filter_map(|key| self.threads.get(key).map(|record| record.who.tid))
+                .filter(|tid| !live_tids.contains(tid))
+                .collect();
+            declared.forget_threads(&ended_tids);
+        }
         for key in newly_ended {
             if self.ended_listed < ENDED_LISTED {
                 if let Some(record) = self.threads.get_mut(&key) {
@@ -672,6 +685,40 @@ mod tests {
         assert_eq!(ended.periods, ended.threads, "each lived one period");
         assert_eq!(ended.mean_speed, Some(0.5));
         assert_eq!(engine.threads.len(), 3 + ENDED_LISTED, "memory stays bounded");
+    }
+
+    #[test]
+    fn a_thread_that_ends_leaves_its_bubble_and_its_declared_load() {
+        let places = places();
+        let declared = DeclaredBubbles::new(None);
+        let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None)
+            .with_declared_bubbles(declared.clone());
+        let mut target = FakeTarget {
+            threads: vec![(1, Some(1.0)), (2, Some(1.0))],
+            initial: None,
+            placed: Vec::new(),
+            memory: Vec::new(),
+        };
+        let bubble = declared.create(Some("work"), None).expect("create");
+        for tid in [1, 2] {
+            declared.insert_thread(bubble, tid).expect("insert");
+            declared.set_thread_load(tid, Some(0.0)).expect("load");
+        }
+        engine.step(&mut target, 0.0).expect("step");
+        assert_eq!(engine.load_of, vec![Some(0.0), Some(0.0)]);
+        target.threads.truncate(1);
+        engine.step(&mut target, 1.0).expect("step");
+        let rules = declared.snapshot_since(u64::MAX).expect("a snapshot").rules;
+        assert_eq!(rules.thread_load(1), Some(0.0), "the live thread keeps its load");
+        assert_eq!(rules.thread_load(2), None, "the ended thread's load is dropped");
+        declared
+            .remove_thread(1)
+            .expect("the live thread is still in its bubble");
+        assert!(declared.remove_thread(2).is_err(), "the ended thread left its bubble");
+        // The same thread id seen again is a new thread: measured, in no bubble.
+        target.threads.push((2, Some(1.0)));
+        engine.step(&mut target, 2.0).expect("step");
+        assert_eq!(engine.load_of, vec![Some(0.0), None]);
     }
 
     #[test]

@@ -164,8 +164,64 @@ impl StartGate {
     }
 }
 
-/// Where a thread of a workload's `--mode bubbles` was placed: its bubble
-/// and the CPUs it had right after the wake-up.
+/// How the threads of a workload that places its own (`heat`, `fib`) are
+/// placed: the `--mode` of paper 001's experiments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// No placement: the OS (or pinlearn from outside) decides.
+    #[default]
+    Simple,
+    /// Worker i (heat's stripe i, fib's leaf i) pins itself to the i-th CPU
+    /// it may run on, wrapping around: the hand-made binding.
+    Bound,
+    /// The workload's bubbles, placed by pinlearn inside this process.
+    Bubbles,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Simple => "simple",
+            Mode::Bound => "bound",
+            Mode::Bubbles => "bubbles",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "simple" => Ok(Mode::Simple),
+            "bound" => Ok(Mode::Bound),
+            "bubbles" => Ok(Mode::Bubbles),
+            other => Err(format!(
+                "unknown mode \"{other}\": use simple (the OS places the threads), bound (worker i pinned to the i-th CPU) or bubbles (the workload's bubbles, placed by pinlearn in this process)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Pins the calling thread to `cpu` (`--mode bound`).
+pub(crate) fn pin_to(cpu: usize) -> Result<(), WorkError> {
+    let pin = || -> nix::Result<()> {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(cpu)?;
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+    };
+    pin().map_err(|e| WorkError::Affinity(format!("cannot pin a thread to CPU {cpu}: {e}")))
+}
+
+/// Where a thread of a workload's `--mode bubbles` (or `bound`) was placed:
+/// its bubble (empty when bound) and the CPUs it had right after the
+/// wake-up (or its pin).
 #[derive(serde::Serialize, Debug, Clone, PartialEq)]
 pub struct Placed {
     pub bubble: String,

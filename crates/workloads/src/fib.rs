@@ -31,11 +31,13 @@
 //!
 //! `--n N` (default 42), `--grain G` (default 24: a unit of work is a naive
 //! fib(24) or smaller, well under a millisecond); `--threads` is the number of
-//! leaves (the run creates 2 x leaves - 1 threads); `--mode simple|bubbles`;
+//! leaves (the run creates 2 x leaves - 1 threads); `--mode simple|bound|bubbles`
+//! (bound: leaf i pins itself to the i-th CPU, the hand-made binding);
 //! with bubbles, `topology` (and `topology_map`) to place on a given topology
 //! instead of the machine's.
 
-use crate::common::{Common, Placed, StartGate, WorkError, allowed_cpu_list, bubbles_manager};
+pub use crate::common::Mode;
+use crate::common::{Common, Placed, StartGate, WorkError, allowed_cpu_list, allowed_cpus, bubbles_manager, pin_to};
 use pinlearn_engine::{BubbleApi, BubbleId, EngineError, Manager};
 use pinlearn_topology::CpuSet;
 
@@ -45,45 +47,6 @@ pub const MAX_N: u32 = 64;
 
 /// Most leaves (threads = 2 x leaves - 1).
 pub const MAX_LEAVES: usize = 4096;
-
-/// How the threads are placed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// No placement: the OS (or pinlearn from outside) decides.
-    #[default]
-    Simple,
-    /// Bubbles nested as the recursion, placed by pinlearn in this process.
-    Bubbles,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Simple => "simple",
-            Mode::Bubbles => "bubbles",
-        }
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "simple" => Ok(Mode::Simple),
-            "bubbles" => Ok(Mode::Bubbles),
-            other => Err(format!(
-                "unknown fib mode \"{other}\": use simple (the OS places the threads) or bubbles (bubbles nested as the recursion, placed by pinlearn in this process)"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Options of the fib workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,8 +86,8 @@ pub struct Report {
     /// Units of work done (sub-calls of size <= grain), per second.
     pub units: u64,
     pub units_per_s: f64,
-    /// `bubbles` only: each leaf's bubble and its CPUs right after its
-    /// bubble's wake-up, in leaf order.
+    /// `bubbles`: each leaf's bubble and its CPUs right after its bubble's
+    /// wake-up; `bound`: each leaf's CPU (no bubble); in leaf order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub placed: Vec<Placed>,
 }
@@ -191,6 +154,9 @@ struct Tree<'a> {
     opts: &'a Options,
     common: &'a Common,
     manager: Option<Manager>,
+    /// `--mode bound`: the CPUs this process may use; leaf i pins itself
+    /// to the i-th, wrapping around.
+    bound_cpus: Vec<usize>,
 }
 
 /// What one node of the tree returns: its value and, in leaf order, where
@@ -202,16 +168,31 @@ fn pinlearn_error(e: EngineError) -> WorkError {
 }
 
 impl Tree<'_> {
-    /// Runs the node computing fib(n) with `leaves` leaves on the calling
-    /// thread (named `fib-{path}`), which is in bubble `bubble` (bubbles
-    /// only; the first node is in none).
-    fn node(&self, n: u32, leaves: usize, path: &str, bubble: Option<(BubbleId, &str)>) -> NodeResult {
+    /// Runs the node computing fib(n) with `leaves` leaves, the first of
+    /// them leaf number `first_leaf`, on the calling thread (named
+    /// `fib-{path}`), which is in bubble `bubble` (bubbles only; the first
+    /// node is in none).
+    fn node(
+        &self,
+        n: u32,
+        leaves: usize,
+        first_leaf: usize,
+        path: &str,
+        bubble: Option<(BubbleId, &str)>,
+    ) -> NodeResult {
         if leaves <= 1 {
             let placed = match bubble {
                 Some((_, name)) => vec![Placed {
                     bubble: name.to_string(),
                     cpus: allowed_cpu_list()?,
                 }],
+                None if !self.bound_cpus.is_empty() => {
+                    pin_to(self.bound_cpus[first_leaf % self.bound_cpus.len()])?;
+                    vec![Placed {
+                        bubble: String::new(),
+                        cpus: allowed_cpu_list()?,
+                    }]
+                }
                 None => Vec::new(),
             };
             let value = fib_in_units(n, self.opts.grain, &mut || self.common.work_done(1));
@@ -243,7 +224,10 @@ impl Tree<'_> {
             }
             None => None,
         };
-        let children = [(n - 1, leaves.div_ceil(2), '0'), (n - 2, leaves / 2, '1')];
+        let children = [
+            (n - 1, leaves.div_ceil(2), first_leaf, '0'),
+            (n - 2, leaves / 2, first_leaf + leaves.div_ceil(2), '1'),
+        ];
         let gate = StartGate::default();
         // Both children are in the bubble before the wake-up, and placed
         // before they compute.
@@ -251,7 +235,7 @@ impl Tree<'_> {
         let (gate, inserted, woken, inner_name) = (&gate, &inserted, &woken, inner_name.as_str());
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(2);
-            for (child_n, child_leaves, branch) in children {
+            for (child_n, child_leaves, child_first, branch) in children {
                 let spawned = std::thread::Builder::new()
                     .name(thread_name(&format!("fib-{path}{branch}")))
                     .spawn_scoped(scope, move || -> NodeResult {
@@ -266,7 +250,13 @@ impl Tree<'_> {
                         woken.wait();
                         joined.map_err(pinlearn_error)?;
                         let path = format!("{path}{branch}");
-                        self.node(child_n, child_leaves, &path, inner.map(|id| (id, inner_name)))
+                        self.node(
+                            child_n,
+                            child_leaves,
+                            child_first,
+                            &path,
+                            inner.map(|id| (id, inner_name)),
+                        )
                     });
                 match spawned {
                     Ok(handle) => handles.push(handle),
@@ -294,11 +284,9 @@ impl Tree<'_> {
                 value = value.wrapping_add(child_value);
                 placed.extend(child_placed);
             }
+            // Its declared load goes with it when it ends: the manager
+            // forgets the bubble and load of a thread it has seen end.
             woke.map_err(pinlearn_error)?;
-            if let Some(manager) = &self.manager {
-                // Done waiting: its thread id may be reused by a thread that computes.
-                manager.registrar().set_thread_load(me, None).map_err(pinlearn_error)?;
-            }
             Ok((value, placed))
         })
     }
@@ -340,15 +328,24 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
     }
     if opts.mode != Mode::Bubbles && opts.topology.is_some() {
         return Err(WorkError::BadInput(
-            "--topology is for --mode bubbles (simple leaves placement to the OS)".into(),
+            "--topology is for --mode bubbles (the other modes leave placement to the OS or pin by CPU number)".into(),
         ));
     }
     let units: u64 = leaf_ns.iter().map(|&m| units_of(m, opts.grain)).sum();
     let manager = match opts.mode {
         Mode::Bubbles => Some(bubbles_manager(opts.topology.as_deref(), opts.topology_map.as_ref())?),
-        Mode::Simple => None,
+        Mode::Simple | Mode::Bound => None,
     };
-    let tree = Tree { opts, common, manager };
+    let bound_cpus = match opts.mode {
+        Mode::Bound => allowed_cpus()?,
+        Mode::Simple | Mode::Bubbles => Vec::new(),
+    };
+    let tree = Tree {
+        opts,
+        common,
+        manager,
+        bound_cpus,
+    };
     common.start(&format!("fib({}) ({})", opts.n, opts.mode.name()), units);
     let started = std::time::Instant::now();
     // The first node runs on its own thread "fib", like every other one;
@@ -357,7 +354,7 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
         let tree = &tree;
         std::thread::Builder::new()
             .name("fib".into())
-            .spawn_scoped(scope, move || tree.node(opts.n, leaves, "", None))
+            .spawn_scoped(scope, move || tree.node(opts.n, leaves, 0, "", None))
             .map_err(WorkError::Spawn)?
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -442,6 +439,29 @@ mod tests {
             run(&Options::default(), &common(MAX_LEAVES + 1)),
             Err(WorkError::BadInput(_))
         ));
+    }
+
+    #[test]
+    fn bound_leaves_pin_themselves_to_the_cpus_in_leaf_order() {
+        let cpus = crate::common::allowed_cpus().unwrap();
+        let opts = Options {
+            n: 24,
+            grain: 12,
+            mode: Mode::Bound,
+            ..Options::default()
+        };
+        let report = run(&opts, &common(5)).unwrap();
+        assert_eq!(report.fib, fib(24));
+        let got: Vec<&str> = report.placed.iter().map(|p| p.cpus.as_str()).collect();
+        let want: Vec<String> = (0..5).map(|leaf| cpus[leaf % cpus.len()].to_string()).collect();
+        assert_eq!(got, want, "leaf i on the i-th CPU");
+        assert!(report.placed.iter().all(|p| p.bubble.is_empty()));
+        let with_topology = Options {
+            topology: Some("node:2 core:1 pu:1".into()),
+            ..opts
+        };
+        let err = run(&with_topology, &common(2)).unwrap_err().to_string();
+        assert!(err.contains("--topology is for --mode bubbles"), "{err}");
     }
 
     #[test]

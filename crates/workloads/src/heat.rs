@@ -42,8 +42,8 @@
 //! place on a given topology instead of the machine's.
 
 use crate::barrier::{Barrier, SyncMode};
-pub use crate::common::Placed;
-use crate::common::{Common, WorkError, allowed_cpu_list, allowed_cpus, bubbles_manager};
+use crate::common::{Common, WorkError, allowed_cpu_list, allowed_cpus, bubbles_manager, pin_to};
+pub use crate::common::{Mode, Placed};
 use pinlearn_engine::{BubbleApi, BubbleId, Manager};
 use pinlearn_topology::CpuSet;
 use std::sync::{Mutex, PoisonError};
@@ -51,49 +51,6 @@ use std::time::Duration;
 
 /// The temperature of the hot edge (row 0).
 const HOT: f64 = 1.0;
-
-/// How the threads are placed by the program itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// No placement: the OS (or pinlearn) decides.
-    #[default]
-    Simple,
-    /// Thread t pins itself to the t-th CPU it may run on (wrapping around).
-    Bound,
-    /// One bubble per NUMA node, placed by pinlearn's in-process manager.
-    Bubbles,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Simple => "simple",
-            Mode::Bound => "bound",
-            Mode::Bubbles => "bubbles",
-        }
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "simple" => Ok(Mode::Simple),
-            "bound" => Ok(Mode::Bound),
-            "bubbles" => Ok(Mode::Bubbles),
-            other => Err(format!(
-                "unknown heat mode \"{other}\": use simple (the OS places the threads), bound (thread i pinned to CPU i) or bubbles (one bubble per NUMA node, placed by pinlearn in this process)"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Options of the heat workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,16 +157,6 @@ fn step_stripe(old: &[f64], new: &mut [f64], above: &[f64], below: &[f64], cols:
             out[j] = 0.25 * (up[j] + down[j] + row[j - 1] + row[j + 1]);
         }
     }
-}
-
-/// Pins the calling thread to `cpu`.
-fn pin_to(cpu: usize) -> Result<(), WorkError> {
-    let pin = || -> nix::Result<()> {
-        let mut set = nix::sched::CpuSet::new();
-        set.set(cpu)?;
-        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
-    };
-    pin().map_err(|e| WorkError::Affinity(format!("cannot pin a thread to CPU {cpu}: {e}")))
 }
 
 /// Runs the heat workload.

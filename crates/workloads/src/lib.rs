@@ -45,7 +45,7 @@ pub mod stream;
 pub mod swaptions;
 
 pub use barrier::SyncMode;
-pub use common::{Common, WorkError};
+pub use common::{Common, Mode, WorkError};
 
 use serde_json::{Map, Value};
 use std::time::Instant;

@@ -119,11 +119,12 @@ impl TaskWatcher {
             if !tids.is_empty() {
                 live_pids.insert(pid);
             }
-            for tid in tids {
+            for &tid in tids {
                 if self.children {
-                    for child in self.child_processes(pid, tid, reread) {
+                    let first_child = pending.len();
+                    child_processes(&mut self.children_files, pid, tid, reread, &mut pending);
+                    for &child in &pending[first_child..] {
                         parents.entry(child).or_insert(pid);
-                        pending.push(child);
                     }
                     live_tids.insert(tid);
                 }
@@ -146,33 +147,36 @@ impl TaskWatcher {
             parents,
         }
     }
+}
 
-    /// The processes thread `tid` of `pid` started, read from its children
-    /// file when the thread is new or `reread`, else as last read.
-    fn child_processes(&mut self, pid: u32, tid: u32, reread: bool) -> Vec<u32> {
-        let (file, children) = match self.children_files.entry(tid) {
-            Entry::Occupied(entry) => {
-                let (file, children) = entry.into_mut();
-                if !reread {
-                    return children.clone();
-                }
+/// Appends to `out` the processes thread `tid` of `pid` started, read from
+/// its children file (kept open in `files`) when the thread is new or
+/// `reread`, else as last read.
+fn child_processes(files: &mut HashMap<u32, (File, Vec<u32>)>, pid: u32, tid: u32, reread: bool, out: &mut Vec<u32>) {
+    let (file, children) = match files.entry(tid) {
+        Entry::Occupied(entry) => {
+            let (file, children) = entry.into_mut();
+            if !reread {
+                out.extend_from_slice(children);
+                return;
+            }
+            (file, children)
+        }
+        Entry::Vacant(slot) => match File::open(format!("/proc/{pid}/task/{tid}/children")) {
+            Ok(file) => {
+                let (file, children) = slot.insert((file, Vec::new()));
                 (file, children)
             }
-            Entry::Vacant(slot) => match File::open(format!("/proc/{pid}/task/{tid}/children")) {
-                Ok(file) => {
-                    let (file, children) = slot.insert((file, Vec::new()));
-                    (file, children)
-                }
-                Err(_) => return Vec::new(),
-            },
-        };
-        let mut buf = [0u8; 4096];
-        let n = file.read_at(&mut buf, 0).unwrap_or(0);
-        *children = std::str::from_utf8(&buf[..n])
-            .map(|s| s.split_ascii_whitespace().filter_map(|p| p.parse().ok()).collect())
-            .unwrap_or_default();
-        children.clone()
+            Err(_) => return,
+        },
+    };
+    let mut buf = [0u8; 4096];
+    let n = file.read_at(&mut buf, 0).unwrap_or(0);
+    children.clear();
+    if let Ok(text) = std::str::from_utf8(&buf[..n]) {
+        children.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<u32>().ok()));
     }
+    out.extend_from_slice(children);
 }
 
 /// One process's thread listing.
@@ -203,7 +207,7 @@ impl Listed {
 
     /// The process's threads: those listed last time while its thread
     /// count is the same (and `relist` is false), else listed afresh.
-    fn tids(&mut self, relist: bool) -> Vec<u32> {
+    fn tids(&mut self, relist: bool) -> &[u32] {
         let mut buf = [0u8; 1024];
         let count = self
             .stat
@@ -219,7 +223,7 @@ impl Listed {
                 .collect();
             self.count = count.filter(|&c| c == self.tids.len() as u64);
         }
-        self.tids.clone()
+        &self.tids
     }
 }
 
