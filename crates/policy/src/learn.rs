@@ -13,9 +13,9 @@
 //!     │                     [cores of node..., node place (node_action)], current = core
 //!     │      one ended   ─► reset_on_exit: everyone re-assigned round-robin
 //!     │                     from scratch, in key order (fresh PLA + NUMA state)
-//!     │      the learner's first period (crowd moves): each thread starts
-//!     │                     on the node Linux had it on (beside its memory),
-//!     │                     on its cores round-robin
+//!     │      the learner's first period after Linux's (the guard): each
+//!     │                     thread starts on the node Linux had it on
+//!     │                     (beside its memory), on its cores round-robin
 //!     │
 //!     ├─2─ u = objective.utilities(speeds)
 //!     │      every thread not fresh: pla.learn(u_i)  (reinforces last period's place)
@@ -270,8 +270,9 @@ impl LearnPolicy {
         self.cfg.moves == Moves::Crowd && self.cfg.objective == Objective::Own && !self.spinning
     }
 
-    /// The learner's first period with `moves = "crowd"`: every thread
-    /// Linux placed starts on the node Linux had it on, so that it stays
+    /// The learner's first period (after Linux's windows, under the
+    /// guard): every thread Linux placed starts on the node Linux had it
+    /// on, so that it stays
     /// beside the memory it touched there, on that node's cores round-robin
     /// (in key order among the threads Linux put there); the others keep
     /// their round-robin start. On one node this is the round-robin start.
@@ -379,7 +380,7 @@ impl Policy for LearnPolicy {
             };
         }
         let after_os = std::mem::take(&mut self.after_os);
-        if !std::mem::replace(&mut self.started, true) && self.crowd_moves_on() {
+        if !std::mem::replace(&mut self.started, true) {
             self.start_where_linux_was();
         }
         let speeds: Vec<Option<f64>> = if after_os {
@@ -914,21 +915,17 @@ mod tests {
         assert_eq!(quiet, 1);
     }
 
-    #[test]
-    fn crowd_moves_start_on_the_node_where_linux_had_the_threads() {
-        // Linux first; the probe comes at once. At the end of Linux's
-        // window the target says where the threads ran: all three on node
-        // 1 (cores 3 and 4), where their memory is. The learner's first
-        // period keeps them there, round-robin over node 1's cores (a plain
-        // round-robin start would take two of them to node 0), and they
-        // stay on node 1.
+    /// Linux first, the probe at once; at the end of Linux's window the
+    /// target says all three threads ran on node 1 (cores 3 and 4), where
+    /// their memory is. Returns the learner's placements.
+    fn learner_after_linux_on_node_1(moves: Moves) -> Vec<Vec<usize>> {
         let cfg = LearnConfig {
             guard: GuardConfig {
                 assumed_loss: 0.0,
                 window: 2,
                 ..GuardConfig::default()
             },
-            moves: Moves::Crowd,
+            moves,
             reset_on_exit: false,
             ..LearnConfig::default()
         };
@@ -955,8 +952,20 @@ mod tests {
                 learner.push(decision.place);
             }
         }
-        assert!(learner.len() >= 2, "the learner had its window: {learner:?}");
-        assert_eq!(learner[0], vec![3, 4, 3], "node 1's cores round-robin");
+        learner
+    }
+
+    #[test]
+    fn the_learner_starts_on_the_node_where_linux_had_the_threads() {
+        // The learner's first period keeps them on node 1, round-robin over
+        // its cores (a plain round-robin start would take two of them to
+        // node 0), with either kind of moves; crowd moves keep them there.
+        for moves in [Moves::Drawn, Moves::Crowd] {
+            let learner = learner_after_linux_on_node_1(moves);
+            assert!(learner.len() >= 2, "{moves:?}: the learner had its window: {learner:?}");
+            assert_eq!(learner[0], vec![3, 4, 3], "{moves:?}: node 1's cores round-robin");
+        }
+        let learner = learner_after_linux_on_node_1(Moves::Crowd);
         assert!(
             learner.iter().flatten().all(|&place| place == 3 || place == 4),
             "{learner:?}"
