@@ -167,7 +167,9 @@ impl DeclaredBubbles {
     pub fn remove_thread(&self, tid: u32) -> Result<(), EngineError> {
         let mut state = self.lock()?;
         if state.thread_bubble.remove(&tid).is_none() {
-            return Err(EngineError::bad_input(format!("thread {tid} is in no bubble")));
+            return Err(EngineError::bad_input(format!(
+                "thread {tid} is in no bubble (a thread leaves its bubble when it ends)"
+            )));
         }
         state.version += 1;
         Ok(())
@@ -304,7 +306,10 @@ impl DeclaredBubbles {
 
     /// Carries out a declaration read from a bubble channel, with the
     /// checks of the call it stands for (a wake-up only checks its bubble:
-    /// outside the program, declarations are placed at the next period).
+    /// outside the program, declarations are placed at the next period;
+    /// removing a thread in no bubble is not an error here: the manager
+    /// takes a thread out of its bubble when it sees it end, before the
+    /// program may).
     pub fn apply(&self, op: &BubbleOp) -> Result<(), EngineError> {
         match op {
             BubbleOp::Create { bubble, parent, name } => {
@@ -318,7 +323,12 @@ impl DeclaredBubbles {
                 Ok(())
             }
             BubbleOp::InsertThread { bubble, tid } => self.insert_thread(BubbleId(*bubble), *tid),
-            BubbleOp::RemoveThread { tid } => self.remove_thread(*tid),
+            // The program checked it against its own declarations; here the
+            // thread may have ended already, which took it out.
+            BubbleOp::RemoveThread { tid } => {
+                let _ = self.remove_thread(*tid);
+                Ok(())
+            }
             BubbleOp::InsertBubble { bubble, child } => self.insert_bubble(BubbleId(*bubble), BubbleId(*child)),
             BubbleOp::SetPriority { bubble, priority } => self.set_priority(BubbleId(*bubble), *priority),
             BubbleOp::SetBurst { bubble, level } => self.set_burst(BubbleId(*bubble), level.as_deref()),
@@ -579,6 +589,28 @@ mod tests {
         declared
             .insert_thread(a, 7)
             .expect("putting a thread where it is changes nothing");
+    }
+
+    #[test]
+    fn a_thread_the_manager_saw_end_can_still_be_removed_over_the_channel() {
+        let declared = DeclaredBubbles::new(None);
+        let a = declared.create(Some("a"), None).expect("create");
+        declared.insert_thread(a, 7).expect("insert");
+        declared.forget_threads(&[7]);
+        // The program's own call (in-process) says why it failed...
+        let err = declared.remove_thread(7).unwrap_err().to_string();
+        assert!(err.contains("leaves its bubble when it ends"), "{err}");
+        // ...while the same call read from a channel is carried out.
+        declared
+            .apply(&BubbleOp::RemoveThread { tid: 7 })
+            .expect("a removal that the thread's end did already");
+        let version = declared.version();
+        declared.forget_threads(&[7, 8]);
+        assert_eq!(
+            declared.version(),
+            version,
+            "forgetting unknown threads changes nothing"
+        );
     }
 
     #[test]
