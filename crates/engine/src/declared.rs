@@ -165,14 +165,22 @@ impl DeclaredBubbles {
 
     /// Takes thread `tid` out of its bubble (back to the root).
     pub fn remove_thread(&self, tid: u32) -> Result<(), EngineError> {
-        let mut state = self.lock()?;
-        if state.thread_bubble.remove(&tid).is_none() {
+        if !self.take_out(tid)? {
             return Err(EngineError::bad_input(format!(
                 "thread {tid} is in no bubble (a thread leaves its bubble when it ends)"
             )));
         }
-        state.version += 1;
         Ok(())
+    }
+
+    /// Takes thread `tid` out of its bubble; whether it was in one.
+    fn take_out(&self, tid: u32) -> Result<bool, EngineError> {
+        let mut state = self.lock()?;
+        let was_in = state.thread_bubble.remove(&tid).is_some();
+        if was_in {
+            state.version += 1;
+        }
+        Ok(was_in)
     }
 
     /// Nests `child` (a bubble of the root) in `bubble`.
@@ -325,10 +333,7 @@ impl DeclaredBubbles {
             BubbleOp::InsertThread { bubble, tid } => self.insert_thread(BubbleId(*bubble), *tid),
             // The program checked it against its own declarations; here the
             // thread may have ended already, which took it out.
-            BubbleOp::RemoveThread { tid } => {
-                let _ = self.remove_thread(*tid);
-                Ok(())
-            }
+            BubbleOp::RemoveThread { tid } => self.take_out(*tid).map(drop),
             BubbleOp::InsertBubble { bubble, child } => self.insert_bubble(BubbleId(*bubble), BubbleId(*child)),
             BubbleOp::SetPriority { bubble, priority } => self.set_priority(BubbleId(*bubble), *priority),
             BubbleOp::SetBurst { bubble, level } => self.set_burst(BubbleId(*bubble), level.as_deref()),

@@ -272,10 +272,10 @@ impl LearnPolicy {
 
     /// The learner's first period (after Linux's windows, under the
     /// guard): every thread Linux placed starts on the node Linux had it
-    /// on, so that it stays
-    /// beside the memory it touched there, on that node's cores round-robin
-    /// (in key order among the threads Linux put there); the others keep
-    /// their round-robin start. On one node this is the round-robin start.
+    /// on, so that it stays beside the memory it touched there, on that
+    /// node's cores round-robin (in key order among the threads Linux put
+    /// there); the others keep their round-robin start. On one node this is
+    /// the round-robin start.
     fn start_where_linux_was(&mut self) {
         let mut on_node = vec![0usize; self.layout.nodes()];
         for index in 0..self.threads.len() {

@@ -186,7 +186,7 @@ impl Tree<'_> {
                     bubble: name.to_string(),
                     cpus: allowed_cpu_list()?,
                 }],
-                None if !self.bound_cpus.is_empty() => {
+                None if self.opts.mode == Mode::Bound => {
                     pin_to(self.bound_cpus[first_leaf % self.bound_cpus.len()])?;
                     vec![Placed {
                         bubble: String::new(),
