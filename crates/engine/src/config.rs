@@ -16,6 +16,9 @@
 //! children = true          # also supervise descendant processes
 //! follow_program_affinity = true  # a thread whose program changes its mask is left alone
 //! memory_binding = 0.5     # optional: memory follows half of a process's threads
+//! remote_cost = 2.1        # optional: how many times slower a thread runs away
+//!                          # from its memory (bubbles); default: the machine's
+//!                          # NUMA distances, else 2
 //! [learn]
 //! objective = "balanced:1" # mean | balanced[:GAMMA] | own
 //! [learn.pla]
@@ -137,6 +140,12 @@ pub struct Settings {
     /// runs (paper 002 §5.2's zeta, in [0, 1]); off when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_binding: Option<f64>,
+    /// How many times slower a thread runs away from its memory, as the
+    /// bubbles spread assumes it (a thread leaves its node only from a node
+    /// with that many threads per CPU); absent: the machine's NUMA
+    /// distances ([`Settings::remote_cost_on`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_cost: Option<f64>,
     /// What is optimised at which level (paper 002 §4); the two-level
     /// scheme by default. Sets `learn`'s levels and `memory_binding`.
     pub levels: Vec<crate::levels::Level>,
@@ -180,6 +189,7 @@ impl Default for Settings {
             children: true,
             follow_program_affinity: true,
             memory_binding: None,
+            remote_cost: None,
             levels: crate::levels::two_level(),
             learn: LearnConfig::default(),
             sampling: Sampling::default(),
@@ -237,6 +247,14 @@ impl Settings {
                 "memory binding share {zeta} is out of range: use 0 to 1"
             )));
         }
+        if let Some(cost) = self.remote_cost
+            && !(1.0..=pinlearn_topology::MAX_REMOTE_RATIO).contains(&cost)
+        {
+            return Err(EngineError::bad_input(format!(
+                "remote_cost {cost} is out of range: use 1 (remote memory costs nothing) to {}",
+                pinlearn_topology::MAX_REMOTE_RATIO
+            )));
+        }
         if !(1..=100_000).contains(&self.sampling.rate_hz) {
             return Err(EngineError::bad_input(format!(
                 "sampling rate_hz {} is out of range: use 1 to 100000",
@@ -256,6 +274,15 @@ impl Settings {
     /// These settings as a TOML configuration file.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("settings serialise to TOML")
+    }
+
+    /// The remote cost the bubbles policy assumes on these places: the
+    /// settings' `remote_cost`, else the machine's NUMA distances (remote
+    /// over local), else [`pinlearn_policy::DEFAULT_REMOTE_COST`].
+    pub fn remote_cost_on(&self, places: &crate::places::Places) -> f64 {
+        self.remote_cost
+            .or(places.remote_ratio)
+            .unwrap_or(pinlearn_policy::DEFAULT_REMOTE_COST)
     }
 
     /// Number of core periods per NUMA period (at least 1).
@@ -463,11 +490,27 @@ mod tests {
             ("interval = \"0ms\"", "out of range"),
             ("[learn]\nobjective = \"best\"", "best"),
             ("interval = ", "line 1"),
+            ("remote_cost = 0.5", "remote_cost 0.5 is out of range"),
+            ("remote_cost = nan", "out of range"),
+            ("remote_cost = 17.0", "out of range"),
         ] {
             let err = Settings::from_toml_str(text).expect_err(text).to_string();
             assert!(err.contains(needle), "{text:?} gave {err:?}");
             assert!(!err.contains('\n'), "{err:?} spans lines");
         }
+    }
+
+    #[test]
+    fn the_remote_cost_comes_from_the_settings_then_the_machine_then_the_default() {
+        let topology = pinlearn_topology::Topology::from_synthetic("node:2 core:2 pu:1").unwrap();
+        let unknown = crate::places::Places::new(&topology);
+        let measured = crate::places::Places::new(&topology.with_remote_ratio(Some(2.5)));
+        let settings = Settings::default();
+        assert_eq!(settings.remote_cost_on(&unknown), pinlearn_policy::DEFAULT_REMOTE_COST);
+        assert_eq!(settings.remote_cost_on(&measured), 2.5);
+        let set = Settings::from_toml_str("remote_cost = 1.5").unwrap();
+        assert_eq!(set.remote_cost_on(&measured), 1.5);
+        assert!(set.to_toml().contains("remote_cost = 1.5"), "{}", set.to_toml());
     }
 
     #[test]

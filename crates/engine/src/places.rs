@@ -18,6 +18,8 @@ use pinlearn_topology::{CpuSet, GroupLevel, Topology};
 pub struct Places {
     pub layout: Layout,
     pub cpus: Vec<CpuSet>,
+    /// The machine's [`Topology::remote_ratio`] (NUMA distances), if known.
+    pub remote_ratio: Option<f64>,
 }
 
 impl Places {
@@ -54,7 +56,11 @@ impl Places {
             cpus.push(group.cpus.clone());
         }
         debug_assert_eq!(cpus.len(), layout.places().len());
-        Places { layout, cpus }
+        Places {
+            layout,
+            cpus,
+            remote_ratio: topology.remote_ratio(),
+        }
     }
 
     /// The places as a tree (each under the smallest place holding it).

@@ -164,13 +164,19 @@ impl Session {
             PolicyChoice::Learn => Box::new(LearnPolicy::new(layout, self.settings.learn, self.settings.seed)),
             PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),
             PolicyChoice::Os => Box::new(OsPolicy::new(layout)),
-            PolicyChoice::Bubbles => Box::new(BubblesPolicy::new(layout, places.tree(), self.settings.learn.guard)),
-            PolicyChoice::BubblesLearn => Box::new(BubblesPolicy::with_learning(
-                layout,
-                places.tree(),
-                self.settings.learn.guard,
-                self.settings.learn.crowd,
-            )),
+            PolicyChoice::Bubbles => Box::new(
+                BubblesPolicy::new(layout, places.tree(), self.settings.learn.guard)
+                    .assuming_remote_cost(self.settings.remote_cost_on(places)),
+            ),
+            PolicyChoice::BubblesLearn => Box::new(
+                BubblesPolicy::with_learning(
+                    layout,
+                    places.tree(),
+                    self.settings.learn.guard,
+                    self.settings.learn.crowd,
+                )
+                .assuming_remote_cost(self.settings.remote_cost_on(places)),
+            ),
         }
     }
 

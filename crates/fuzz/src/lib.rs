@@ -15,7 +15,7 @@
 use pinlearn_engine::bubbles::BubbleRules;
 use pinlearn_engine::{Settings, ThreadInfo, format_duration, parse_duration};
 use pinlearn_heartbeat::{HeartbeatReader, channel_path_in};
-use pinlearn_topology::{CpuSet, Topology};
+use pinlearn_topology::{CpuSet, MAX_SYNTHETIC_PUS, Topology, synthetic_pus_at_most};
 
 /// A rejection must be one line.
 fn one_line(message: &str) {
@@ -55,14 +55,38 @@ pub fn check_config(data: &[u8]) {
     }
 }
 
-/// Topologies (`--topology`): the first byte chooses a synthetic string
-/// (even) or an XML file (odd) made of the rest.
+/// Topologies (`--topology`) up to [`BUILT_PUS`]: the first byte chooses a
+/// synthetic string (even) or an XML file (odd) made of the rest. A
+/// synthetic string whose size bound is over [`BUILT_PUS`] is built only if
+/// pinlearn would refuse it before hwloc sees it (over
+/// [`MAX_SYNTHETIC_PUS`]); those in between are left to
+/// [`check_topology_large`]. hwloc takes up to seconds on a large machine,
+/// so without this limit afl's corpus drifts towards them and its rate
+/// falls from hundreds of inputs per second to a few.
 pub fn check_topology(data: &[u8]) {
+    check_topology_up_to(data, BUILT_PUS);
+}
+
+/// [`check_topology`] over every size pinlearn accepts (up to
+/// [`MAX_SYNTHETIC_PUS`] PUs).
+pub fn check_topology_large(data: &[u8]) {
+    check_topology_up_to(data, MAX_SYNTHETIC_PUS);
+}
+
+/// The largest synthetic description [`check_topology`] builds, in PUs.
+pub const BUILT_PUS: u64 = 1024;
+
+fn check_topology_up_to(data: &[u8], built_pus: u64) {
     let Some((&choice, rest)) = data.split_first() else {
         return;
     };
     let result = if choice % 2 == 0 {
-        Topology::from_synthetic(&String::from_utf8_lossy(rest))
+        let spec = String::from_utf8_lossy(rest);
+        let bound = synthetic_pus_at_most(spec.trim());
+        if bound > built_pus && bound <= MAX_SYNTHETIC_PUS {
+            return;
+        }
+        Topology::from_synthetic(&spec)
     } else {
         let dir = tempfile::tempdir().expect("temporary directory");
         let path = dir.path().join("fuzz.xml");
@@ -123,11 +147,12 @@ pub fn check_bubbles(data: &[u8]) {
 pub type Check = fn(&[u8]);
 
 /// The checks by target name (the binaries and scripts/fuzz use these names).
-pub const TARGETS: [(&str, Check); 6] = [
+pub const TARGETS: [(&str, Check); 7] = [
     ("cpu_list", check_cpu_list),
     ("duration", check_duration),
     ("config", check_config),
     ("topology", check_topology),
+    ("topology_large", check_topology_large),
     ("channel", check_channel),
     ("bubbles", check_bubbles),
 ];

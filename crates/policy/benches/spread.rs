@@ -5,7 +5,7 @@
 //! but a quarter of them blocked (load 0), as a regeneration sees them.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use pinlearn_policy::{BubbleSet, BubbleSpec, Layout, Member, PlaceTree, spread};
+use pinlearn_policy::{BubbleSet, BubbleSpec, DEFAULT_REMOTE_COST, Layout, Member, PlaceTree, spread};
 
 fn spread_bench(c: &mut Criterion) {
     let (nodes, cores) = (8, 128);
@@ -32,9 +32,9 @@ fn spread_bench(c: &mut Criterion) {
     let loose: Vec<Member> = in_bubbles.iter().map(|m| Member { bubble: None, ..*m }).collect();
     let mut group = c.benchmark_group("spread");
     group.bench_function(BenchmarkId::new("nested", "4096x1024"), |b| {
-        b.iter(|| spread(&tree, &nested, &in_bubbles))
+        b.iter(|| spread(&tree, &nested, &in_bubbles, DEFAULT_REMOTE_COST))
     });
-    let first = spread(&tree, &nested, &in_bubbles);
+    let first = spread(&tree, &nested, &in_bubbles, DEFAULT_REMOTE_COST);
     let regenerated: Vec<Member> = in_bubbles
         .iter()
         .zip(&first)
@@ -46,11 +46,11 @@ fn spread_bench(c: &mut Criterion) {
         })
         .collect();
     group.bench_function(BenchmarkId::new("respread", "4096x1024"), |b| {
-        b.iter(|| spread(&tree, &nested, &regenerated))
+        b.iter(|| spread(&tree, &nested, &regenerated, DEFAULT_REMOTE_COST))
     });
     let none = BubbleSet::default();
     group.bench_function(BenchmarkId::new("flat", "4096x1024"), |b| {
-        b.iter(|| spread(&tree, &none, &loose))
+        b.iter(|| spread(&tree, &none, &loose, DEFAULT_REMOTE_COST))
     });
     group.finish();
 }

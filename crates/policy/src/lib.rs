@@ -35,7 +35,8 @@ pub use aspiration::{
     move_intent,
 };
 pub use bubbles::{
-    Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, Member, QUIET_PERIODS, REGENERATE_PERIODS, spread,
+    Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, DEFAULT_REMOTE_COST, Member, QUIET_PERIODS,
+    REGENERATE_PERIODS, spread,
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Moves, Start};
 pub use crowd::{Crowd, CrowdConfig, Occupant, node_areas};

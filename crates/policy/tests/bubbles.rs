@@ -4,8 +4,8 @@
 //! random trees and bubbles.
 
 use pinlearn_policy::{
-    BubbleError, BubbleInput, BubbleSet, BubbleSpec, BubblesPolicy, CrowdConfig, GuardConfig, Layout, Member,
-    PeriodInput, PlaceKind, PlaceTree, Policy, QUIET_PERIODS, REGENERATE_PERIODS, ThreadSample, spread,
+    BubbleError, BubbleInput, BubbleSet, BubbleSpec, BubblesPolicy, CrowdConfig, DEFAULT_REMOTE_COST, GuardConfig,
+    Layout, Member, PeriodInput, PlaceKind, PlaceTree, Policy, QUIET_PERIODS, REGENERATE_PERIODS, ThreadSample, spread,
 };
 use proptest::prelude::*;
 use std::ops::Range;
@@ -74,7 +74,7 @@ fn four_bubbles_of_four_go_one_per_node_each_thread_on_its_own_core() {
     let (layout, tree, ranges) = machine(4, 4, &[]);
     let set = bubbles(&[("a", None), ("b", None), ("c", None), ("d", None)]);
     let members: Vec<Member> = (0..16).map(|t| member(Some(t % 4))).collect();
-    let places = spread(&tree, &set, &members);
+    let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     let mut nodes_used = std::collections::BTreeSet::new();
     for bubble in 0..4 {
         let nodes: std::collections::BTreeSet<_> = (0..16)
@@ -97,12 +97,12 @@ fn a_bubble_of_two_takes_two_cores_of_one_node() {
     // one node of eight cores: two different cores
     let (_, tree, _) = machine(1, 8, &[]);
     let set = bubbles(&[("pair", None)]);
-    let places = spread(&tree, &set, &[member(Some(0)), member(Some(0))]);
+    let places = spread(&tree, &set, &[member(Some(0)), member(Some(0))], DEFAULT_REMOTE_COST);
     assert_ne!(places[0], places[1]);
     assert!(places.iter().all(|&p| p < 8), "cores: {places:?}");
     // two nodes of four: both in one node, on different cores
     let (layout, tree, ranges) = machine(2, 4, &[]);
-    let places = spread(&tree, &set, &[member(Some(0)), member(Some(0))]);
+    let places = spread(&tree, &set, &[member(Some(0)), member(Some(0))], DEFAULT_REMOTE_COST);
     assert_ne!(places[0], places[1]);
     assert_eq!(
         node_of(&layout, &ranges, places[0]),
@@ -128,7 +128,7 @@ fn bubbles_of_two_stay_inside_an_l3() {
     );
     let set = bubbles(&[("a", None), ("b", None), ("c", None), ("d", None)]);
     let members: Vec<Member> = (0..8).map(|t| member(Some(t / 2))).collect();
-    let places = spread(&tree, &set, &members);
+    let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     let l3s: Vec<usize> = tree.places_at(PlaceKind::L3).collect();
     let l3_of = |place: usize| {
         l3s.iter()
@@ -149,7 +149,7 @@ fn bubbles_of_two_stay_inside_an_l3() {
     used.sort_unstable();
     assert_eq!(used, vec![0, 1, 2, 3], "one bubble per L3");
     // a single bubble of two also stays in one L3
-    let places = spread(&tree, &set, &[member(Some(0)), member(Some(0))]);
+    let places = spread(&tree, &set, &[member(Some(0)), member(Some(0))], DEFAULT_REMOTE_COST);
     assert_eq!(l3_of(places[0]), l3_of(places[1]));
 }
 
@@ -164,7 +164,7 @@ fn entities_lighter_than_a_thirtieth_of_the_share_stay_at_the_parent() {
         priority: 0,
         previous: None,
     });
-    let places = spread(&tree, &set, &members);
+    let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     assert_eq!(places[8], layout.whole(), "the light thread keeps the whole machine");
     assert!(places[..8].iter().all(|&p| layout.places()[p].kind == PlaceKind::Core));
 }
@@ -182,7 +182,7 @@ fn the_higher_priority_thread_keeps_a_core_to_itself() {
                 previous: None,
             })
             .collect();
-        let places = spread(&tree, &set, &members);
+        let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
         let sharing = places.iter().filter(|&&p| p == places[urgent]).count();
         assert_eq!(sharing, 1, "thread {urgent} shares its core: {places:?}");
     }
@@ -200,7 +200,7 @@ fn an_uneven_three_three_two_split_is_evened_by_opening_the_smallest_bubble() {
         .enumerate()
         .flat_map(|(b, &n)| std::iter::repeat_n(member(Some(b)), n))
         .collect();
-    let places = spread(&tree, &set, &members);
+    let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     let nodes: Vec<usize> = places.iter().map(|&p| node_of(&layout, &ranges, p).unwrap()).collect();
     assert_eq!(nodes.iter().filter(|&&n| n == 0).count(), 4, "{nodes:?}");
     assert!(nodes[0..3].iter().all(|&n| n == nodes[0]), "a stays whole: {nodes:?}");
@@ -216,13 +216,13 @@ fn a_burst_level_keeps_a_bubble_whole_down_to_its_level() {
     let (layout, tree, ranges) = machine(2, 4, &[]);
     let members: Vec<Member> = (0..8).map(|_| member(Some(0))).collect();
     let free = bubbles(&[("all", None)]);
-    let places = spread(&tree, &free, &members);
+    let places = spread(&tree, &free, &members, DEFAULT_REMOTE_COST);
     let nodes: std::collections::BTreeSet<_> = places.iter().map(|&p| node_of(&layout, &ranges, p)).collect();
     assert_eq!(nodes.len(), 2);
     let mut spec = BubbleSpec::new("all");
     spec.burst = Some(PlaceKind::Node);
     let held = BubbleSet::new(vec![spec]).unwrap();
-    let places = spread(&tree, &held, &members);
+    let places = spread(&tree, &held, &members, DEFAULT_REMOTE_COST);
     let nodes: std::collections::BTreeSet<_> = places.iter().map(|&p| node_of(&layout, &ranges, p)).collect();
     assert_eq!(nodes.len(), 1, "{places:?}");
 }
@@ -286,10 +286,11 @@ fn the_policy_regenerates_once_a_group_blocks() {
     // a (4 threads) and b (4) fill the two nodes; c (2) does not fit beside
     // them whole and is opened. Once b's threads block, one regeneration
     // puts c back together on b's node: its thread sharing a CPU on a's node
-    // moves to a free CPU, the only move between nodes a respread makes.
+    // moves to a free CPU, the only move between nodes a respread makes
+    // (remote memory costing nothing here; see the next test).
     let (layout, tree, ranges) = machine(2, 4, &[]);
     let set = bubbles(&[("a", None), ("b", None), ("c", None)]);
-    let mut policy = unguarded(&layout, tree);
+    let mut policy = unguarded(&layout, tree).assuming_remote_cost(1.0);
     let keys: Vec<u64> = (0..10).collect();
     let of: Vec<Option<usize>> = keys
         .iter()
@@ -344,6 +345,40 @@ fn the_policy_regenerates_once_a_group_blocks() {
     }
     assert!(regenerated_at.is_some(), "c never came back together");
     assert_eq!(policy.regenerations(), 1);
+}
+
+#[test]
+fn a_thread_leaves_its_node_only_where_sharing_a_cpu_costs_more_than_remote_memory() {
+    // Six threads placed on node 0 (two cores: three per CPU), node 1 (two
+    // cores) empty. A respread moves a thread to node 1 only while node 0
+    // holds at least `remote_cost` threads per CPU, and never more than
+    // node 1's CPUs.
+    let (layout, tree, _) = machine(2, 2, &[]);
+    let node0_cores: Vec<usize> = layout.all_cores().take(2).collect();
+    let members: Vec<Member> = (0..6)
+        .map(|i| Member {
+            previous: Some(node0_cores[i % 2]),
+            ..member(None)
+        })
+        .collect();
+    let moved = |cost: f64| {
+        spread(&tree, &BubbleSet::default(), &members, cost)
+            .iter()
+            .filter(|place| !node0_cores.contains(place))
+            .count()
+    };
+    assert_eq!(moved(4.0), 0, "3 per CPU at home beats remote memory 4x slower");
+    assert_eq!(moved(3.0), 1, "3 per CPU at home: one leaves, then 2.5 per CPU stay");
+    assert_eq!(moved(2.0), 2, "node 1 takes two, one per CPU");
+    assert_eq!(moved(1.0), 2);
+    assert_eq!(moved(DEFAULT_REMOTE_COST), 2);
+    // A first spread (no thread placed yet) has no memory to leave.
+    let fresh: Vec<Member> = (0..6).map(|_| member(None)).collect();
+    let on_node0 = spread(&tree, &BubbleSet::default(), &fresh, 4.0)
+        .iter()
+        .filter(|place| node0_cores.contains(place))
+        .count();
+    assert_eq!(on_node0, 3, "three per node");
 }
 
 #[test]
@@ -460,13 +495,13 @@ proptest! {
                 prop_assert_eq!(sum, tree.cpus(place), "children {:?} of place {}", children, place);
             }
         }
-        let places = spread(&tree, &set, &members);
+        let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
         prop_assert_eq!(places.len(), members.len());
         for &place in &places {
             prop_assert!(place < layout.places().len());
             prop_assert!(tree.is_within(place, tree.root()), "place {} is not in the tree", place);
         }
-        prop_assert_eq!(spread(&tree, &set, &members), places);
+        prop_assert_eq!(spread(&tree, &set, &members, DEFAULT_REMOTE_COST), places);
     }
 
     #[test]
@@ -483,11 +518,11 @@ proptest! {
             .iter()
             .map(|&load| Member { bubble: None, load: f64::from(load) / 2.0, priority: 0, previous: None })
             .collect();
-        let first = spread(&tree, &set, &members);
+        let first = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
         for (member, &place) in members.iter_mut().zip(&first) {
             member.previous = Some(place);
         }
-        prop_assert_eq!(spread(&tree, &set, &members), first);
+        prop_assert_eq!(spread(&tree, &set, &members, DEFAULT_REMOTE_COST), first);
     }
 
     #[test]
@@ -506,7 +541,7 @@ proptest! {
             .enumerate()
             .flat_map(|(b, &n)| std::iter::repeat_n(member(Some(b)), n))
             .collect();
-        let places = spread(&tree, &set, &members);
+        let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
         for bubble in 0..sizes.len() {
             let nodes_of: std::collections::BTreeSet<_> = members
                 .iter()
@@ -534,7 +569,7 @@ fn entities_without_load_are_spread_too() {
             previous: None,
         })
         .collect();
-    let places = spread(&tree, &set, &members);
+    let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     let nodes: Vec<_> = places.iter().map(|&p| node_of(&layout, &ranges, p)).collect();
     assert_eq!(nodes[0], nodes[1]);
     assert_eq!(nodes[2], nodes[3]);
@@ -580,7 +615,7 @@ fn a_bubble_whose_level_is_missing_from_its_branch_opens_where_the_branch_lacks_
     spec.burst = Some(PlaceKind::L3);
     let set = BubbleSet::new(vec![spec]).unwrap();
     let members: Vec<Member> = (0..4).map(|_| member(Some(0))).collect();
-    let places = spread(&tree, &set, &members);
+    let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     let mut cores = places.clone();
     cores.sort_unstable();
     cores.dedup();
@@ -610,7 +645,7 @@ fn a_regeneration_keeps_bubbles_where_they_were_when_that_costs_nothing() {
         })
         .collect();
     let node = |p: usize| node_of(&layout, &ranges, p);
-    let first = spread(&tree, &set, &members);
+    let first = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     let first_nodes: Vec<_> = first.iter().map(|&p| node(p)).collect();
     assert_ne!(first_nodes[0], first_nodes[3], "one process per node: {first:?}");
     for (member, &place) in members.iter_mut().zip(&first) {
@@ -620,7 +655,7 @@ fn a_regeneration_keeps_bubbles_where_they_were_when_that_costs_nothing() {
     // first, to node 0, were it not already on node 1.
     members[3].load = 0.0;
     members[4].load = 0.0;
-    let again = spread(&tree, &set, &members);
+    let again = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     for t in 0..6 {
         assert_eq!(
             node(again[t]),
@@ -632,7 +667,7 @@ fn a_regeneration_keeps_bubbles_where_they_were_when_that_costs_nothing() {
     for member in &mut members {
         member.previous = None;
     }
-    let fresh = spread(&tree, &set, &members);
+    let fresh = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     assert_ne!(
         node(fresh[3]),
         first_nodes[3],
@@ -803,7 +838,7 @@ fn bubbles_whose_threads_are_spread_over_nodes_are_placed_apart_when_gathered() 
             ..member(Some(bubble))
         })
         .collect();
-    let places = spread(&tree, &set, &members);
+    let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
     let node = |t: usize| node_of(&layout, &ranges, places[t]);
     assert_eq!(node(0), node(1), "top gathered: {places:?}");
     assert_eq!(node(2), node(3), "bottom gathered: {places:?}");

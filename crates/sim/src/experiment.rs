@@ -119,7 +119,13 @@ impl Experiment {
     /// Restricts the machine to the scenario's cores and precomputes its
     /// background load and best static assignment.
     pub fn prepare(&self, scenario: Scenario) -> Result<Prepared, SimError> {
-        let topology = self.topology.restrict(&self.cpus_for(scenario))?;
+        // The modelled machine's NUMA distances say how far its remote
+        // memory is, as a real machine's firmware gives the latency ratio
+        // (a thread of memory intensity 1 runs that many times slower there).
+        let topology = self
+            .topology
+            .restrict(&self.cpus_for(scenario))?
+            .with_remote_ratio(Some(self.params.numa_factor));
         let places = Places::new(&topology);
         let cores_per_node: Vec<usize> = topology.nodes().iter().map(|n| n.cores.len()).collect();
         let cores: usize = cores_per_node.iter().sum();
@@ -185,17 +191,19 @@ impl Experiment {
                     .collect();
                 Box::new(FixedPolicy::new("best-static", place_of, layout.whole()))
             }
-            SchedulerKind::Policy(PolicyChoice::Bubbles) => Box::new(BubblesPolicy::new(
-                layout,
-                prepared.places.tree(),
-                self.settings.learn.guard,
-            )),
-            SchedulerKind::Policy(PolicyChoice::BubblesLearn) => Box::new(BubblesPolicy::with_learning(
-                layout,
-                prepared.places.tree(),
-                self.settings.learn.guard,
-                self.settings.learn.crowd,
-            )),
+            SchedulerKind::Policy(PolicyChoice::Bubbles) => Box::new(
+                BubblesPolicy::new(layout, prepared.places.tree(), self.settings.learn.guard)
+                    .assuming_remote_cost(self.settings.remote_cost_on(&prepared.places)),
+            ),
+            SchedulerKind::Policy(PolicyChoice::BubblesLearn) => Box::new(
+                BubblesPolicy::with_learning(
+                    layout,
+                    prepared.places.tree(),
+                    self.settings.learn.guard,
+                    self.settings.learn.crowd,
+                )
+                .assuming_remote_cost(self.settings.remote_cost_on(&prepared.places)),
+            ),
             SchedulerKind::Policy(PolicyChoice::Learn) => {
                 let cfg = LearnConfig {
                     objective: scheduler.objective.unwrap_or(self.settings.learn.objective),

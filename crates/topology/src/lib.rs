@@ -20,4 +20,7 @@ mod cpuset;
 mod tree;
 
 pub use cpuset::{CpuListError, CpuSet};
-pub use tree::{Group, GroupLevel, MAX_NUMA_NODES, MAX_SYNTHETIC_PUS, Node, Topology, TopologyError};
+pub use tree::{
+    Group, GroupLevel, MAX_NUMA_NODES, MAX_REMOTE_RATIO, MAX_SYNTHETIC_PUS, Node, Topology, TopologyError,
+    synthetic_pus_at_most,
+};

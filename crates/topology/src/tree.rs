@@ -28,6 +28,7 @@
 //! are OS indices: what `sched_setaffinity` takes.
 
 use crate::cpuset::CpuSet;
+use hwlocality::object::distance::DistancesKind;
 use hwlocality::object::types::ObjectType;
 use hwlocality::topology::builder::{FileInputError, StringInputError, TopologyBuilder};
 use serde::Serialize;
@@ -192,6 +193,9 @@ pub struct Topology {
     nodes: Vec<Node>,
     groups: Vec<Group>,
     source: String,
+    /// [`Topology::remote_ratio`] in hundredths (kept whole so that a
+    /// topology stays `Eq`).
+    remote_ratio_centi: Option<u32>,
 }
 
 impl Topology {
@@ -213,7 +217,7 @@ impl Topology {
             reason: reason.to_string(),
         };
         // hwloc builds every object it is asked for: refuse absurd sizes first.
-        if synthetic_size_bound(spec) > MAX_SYNTHETIC_PUS {
+        if synthetic_pus_at_most(spec) > MAX_SYNTHETIC_PUS {
             return Err(invalid(&format!("it describes more than {MAX_SYNTHETIC_PUS} PUs")));
         }
         let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -343,7 +347,28 @@ impl Topology {
             nodes,
             groups: Vec::new(),
             source: source.into(),
+            remote_ratio_centi: None,
         })
+    }
+
+    /// How many times farther another node's memory is than a node's own,
+    /// by the machine's NUMA distances (hwloc's latency matrix of the NUMA
+    /// nodes, on Linux the firmware's SLIT: 10 local, 21 remote gives 2.1):
+    /// the mean over pairs of nodes of d(i, j) / d(i, i), at least 1 and at
+    /// most [`MAX_REMOTE_RATIO`]. `None` when the source gives no distances
+    /// (one node, a synthetic string, an XML file without them).
+    pub fn remote_ratio(&self) -> Option<f64> {
+        self.remote_ratio_centi.map(|centi| f64::from(centi) / 100.0)
+    }
+
+    /// The same topology with this [`Topology::remote_ratio`] (clamped to
+    /// 1 ..= [`MAX_REMOTE_RATIO`]; `None`, NaN: none). A model of a machine
+    /// (the simulator) says here how far its remote memory is.
+    pub fn with_remote_ratio(mut self, ratio: Option<f64>) -> Self {
+        self.remote_ratio_centi = ratio
+            .filter(|r| !r.is_nan())
+            .map(|r| (r.clamp(1.0, MAX_REMOTE_RATIO) * 100.0).round() as u32);
+        self
     }
 
     /// The same topology with these packages, dies and L3 caches (replacing
@@ -413,7 +438,11 @@ impl Topology {
                 ..group.clone()
             })
             .collect();
-        Topology::from_nodes(mapped, format!("{} mapped onto CPUs {real}", self.source))?.with_groups(groups)
+        Ok(
+            Topology::from_nodes(mapped, format!("{} mapped onto CPUs {real}", self.source))?
+                .with_groups(groups)?
+                .with_remote_ratio(self.remote_ratio()),
+        )
     }
 
     /// Keeps only the CPUs in `allowed`, dropping cores and nodes left empty.
@@ -455,7 +484,11 @@ impl Topology {
             })
             .filter(|group| !group.cpus.is_empty())
             .collect();
-        Topology::from_nodes(nodes, format!("{} restricted to CPUs {kept_cpus}", self.source))?.with_groups(groups)
+        Ok(
+            Topology::from_nodes(nodes, format!("{} restricted to CPUs {kept_cpus}", self.source))?
+                .with_groups(groups)?
+                .with_remote_ratio(self.remote_ratio()),
+        )
     }
 
     /// The nodes, sorted by OS index.
@@ -525,6 +558,9 @@ impl Topology {
         counts.push(format!("{} with CPUs", plural(self.nodes.len(), "NUMA node")));
         counts.push(plural(self.core_count(), "core"));
         counts.push(format!("{} ({})", plural(cpus.len(), "CPU"), cpus));
+        if let Some(ratio) = self.remote_ratio() {
+            counts.push(format!("remote memory {ratio:.2}x as far as local (NUMA distances)"));
+        }
         let mut text = format!("{}\n{}\n", self.source, counts.join(", "));
 
         let sets = self.nested_sets();
@@ -772,7 +808,9 @@ impl Topology {
             .zip(node_cores)
             .map(|((os_index, cpus), cores)| Node { os_index, cores, cpus })
             .collect();
-        Topology::from_nodes(nodes, source)?.with_groups(groups)
+        Ok(Topology::from_nodes(nodes, source)?
+            .with_groups(groups)?
+            .with_remote_ratio(numa_latency_ratio(hwloc)))
     }
 }
 
@@ -785,11 +823,12 @@ struct NestedSet {
 }
 
 /// An upper bound on the PUs of a synthetic description: the product of
-/// every number in it, except digits that are part of a type name (`l3cache`)
-/// and attributes in parentheses. hwloc's parser is lenient (it reads
+/// every number in it (a 0 counts as 1), except digits that are part of a
+/// type name (`l3cache`) and attributes in parentheses. hwloc's parser is lenient (it reads
 /// `2 2222pu:2` as 8888 PUs), so counting only `TYPE:COUNT` pairs let
-/// larger descriptions through.
-fn synthetic_size_bound(spec: &str) -> u64 {
+/// larger descriptions through. [`Topology::from_synthetic`] refuses a
+/// description over [`MAX_SYNTHETIC_PUS`] by this bound before hwloc sees it.
+pub fn synthetic_pus_at_most(spec: &str) -> u64 {
     let mut product: u64 = 1;
     let mut depth = 0usize;
     let mut previous: Option<char> = None;
@@ -804,7 +843,10 @@ fn synthetic_size_bound(spec: &str) -> u64 {
                     number.push(d);
                     chars.next();
                 }
-                product = product.saturating_mul(number.parse().unwrap_or(u64::MAX));
+                // hwloc refuses a count of 0, so a 0 here is part of a name
+                // hwloc reads differently ("package\u{FFFD}0:99" is 99
+                // packages): it must not zero the bound.
+                product = product.saturating_mul(number.parse::<u64>().unwrap_or(u64::MAX).max(1));
                 previous = number.chars().last();
                 continue;
             }
@@ -813,6 +855,33 @@ fn synthetic_size_bound(spec: &str) -> u64 {
         previous = Some(c);
     }
     product
+}
+
+/// The largest [`Topology::remote_ratio`] kept: firmware tables are
+/// untrusted input, and no machine's remote memory is 16 times farther.
+pub const MAX_REMOTE_RATIO: f64 = 16.0;
+
+/// [`Topology::remote_ratio`] from hwloc's first latency matrix over two
+/// NUMA nodes or more; pairs with a zero local distance are skipped.
+fn numa_latency_ratio(hwloc: &hwlocality::Topology) -> Option<f64> {
+    let matrices = hwloc.distances_with_type(None, ObjectType::NUMANode).ok()?;
+    let matrix = matrices
+        .iter()
+        .find(|m| m.num_objects() >= 2 && m.kind().contains(DistancesKind::MEANS_LATENCY))?;
+    let n = matrix.num_objects();
+    let values = matrix.distances();
+    let (mut sum, mut pairs) = (0.0, 0usize);
+    for i in 0..n {
+        let local = values[i * n + i];
+        if local == 0 {
+            continue;
+        }
+        for j in (0..n).filter(|&j| j != i) {
+            sum += values[i * n + j] as f64 / local as f64;
+            pairs += 1;
+        }
+    }
+    (pairs > 0).then(|| sum / pairs as f64)
 }
 
 /// Held around every use of hwloc in this process, so that no other

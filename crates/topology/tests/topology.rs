@@ -480,6 +480,18 @@ fn absurd_synthetic_sizes_are_refused_before_hwloc_builds_them() {
     assert!(error.to_string().contains("more than 16384 PUs"), "{error}");
     let with_l3 = Topology::from_synthetic("package:16 l3cache:8 core:16 pu:8").unwrap();
     assert_eq!(with_l3.cpus().len(), 16384, "the 3 of l3cache is no count");
+    // Found by afl (2026-11-25): hwloc reads "package<junk>0:99" as 99
+    // packages, and the bound counted the 0 as a count: it became 0 and let
+    // any size through to the trial. A 0 now counts as 1.
+    let junk = "package\u{FFFD}0:99 l3cache:2 core:27 pu:2";
+    assert!(pinlearn_topology::synthetic_pus_at_most(junk) >= 99 * 2 * 27 * 2);
+    let started = std::time::Instant::now();
+    let error = Topology::from_synthetic("package\u{FFFD}0:99 core:128 pu:8").unwrap_err();
+    assert!(error.to_string().contains("more than 16384 PUs"), "{error}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(1),
+        "refused before hwloc builds it"
+    );
 }
 
 #[test]
@@ -511,4 +523,66 @@ fn nested_levels_of_one_kind_keep_the_innermost() {
     // Found by fuzzing: two levels of L3 used to be refused as overlapping.
     let topology = Topology::from_synthetic("l3cache:2 l3cache:2 pu:1").unwrap();
     assert_eq!(group_lists(&topology, GroupLevel::L3), ["0", "1", "2", "3"]);
+}
+
+#[test]
+fn numa_distances_in_an_xml_file_give_the_remote_ratio() {
+    use hwlocality::object::distance::{AddDistancesFlags, DistancesKind};
+    use hwlocality::object::types::ObjectType;
+    // Four nodes, two per package: 12 to the other node of one's package,
+    // 32 to the other package's (a two-socket machine of four NUMA nodes).
+    let mut hwloc = TopologyBuilder::new()
+        .from_synthetic("package:2 node:2 core:2 pu:1")
+        .unwrap()
+        .build()
+        .unwrap();
+    hwloc.edit(|editor| {
+        editor
+            .add_distances(
+                Some("NUMALatency"),
+                DistancesKind::FROM_OS | DistancesKind::MEANS_LATENCY,
+                AddDistancesFlags::empty(),
+                |topology| {
+                    let nodes = topology.objects_with_type(ObjectType::NUMANode).map(Some).collect();
+                    let mut distances = Vec::new();
+                    for i in 0..4u64 {
+                        for j in 0..4u64 {
+                            distances.push(if i == j {
+                                10
+                            } else if i / 2 == j / 2 {
+                                12
+                            } else {
+                                32
+                            });
+                        }
+                    }
+                    (nodes, distances)
+                },
+            )
+            .unwrap();
+    });
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("machine.xml");
+    hwloc.export_xml_file(Some(&path), XMLExportFlags::empty()).unwrap();
+
+    let topology = Topology::from_xml(&path).unwrap();
+    // Each node: one pair at 1.2, two at 3.2; the mean is 2.53.
+    assert_eq!(topology.remote_ratio(), Some(2.53));
+    assert!(
+        topology.describe().contains("remote memory 2.53x"),
+        "{}",
+        topology.describe()
+    );
+    // It stays through a restriction to some CPUs and a mapping onto others.
+    let restricted = topology.restrict(&CpuSet::parse_list("0-5").unwrap()).unwrap();
+    assert_eq!(restricted.remote_ratio(), Some(2.53));
+    // A synthetic string has no distances; a model says how far its memory is.
+    let synthetic = Topology::from_synthetic("node:2 core:2 pu:1").unwrap();
+    assert_eq!(synthetic.remote_ratio(), None);
+    assert_eq!(synthetic.clone().with_remote_ratio(Some(3.0)).remote_ratio(), Some(3.0));
+    assert_eq!(
+        synthetic.clone().with_remote_ratio(Some(1e9)).remote_ratio(),
+        Some(16.0)
+    );
+    assert_eq!(synthetic.with_remote_ratio(Some(f64::NAN)).remote_ratio(), None);
 }

@@ -16,7 +16,7 @@
 //!        │       load changed and REGENERATE periods since the last spread
 //!        │                                                  ─► respread (regeneration)
 //!        ▼
-//!     spread(tree, bubbles, members) ─► a place per thread (spread.rs)
+//!     spread(tree, bubbles, members, remote_cost) ─► a place per thread (spread.rs)
 //!        │
 //!     guard.next(progress) ─► Os: every thread on the whole machine (the
 //!                                 window's first period: back on Linux's cores)
@@ -69,6 +69,14 @@ pub const QUIET_PERIODS: u32 = 10;
 /// paper warns of ping-pong); threads appearing, ending or changing bubble
 /// are placed at once.
 pub const REGENERATE_PERIODS: u64 = 5;
+
+/// How many times slower a thread is assumed to run away from its memory
+/// when neither the settings nor the machine's NUMA distances say
+/// (`remote_cost`, see [`spread`]): a respread moves a thread to another
+/// node only from a node with at least this many threads per CPU. Memory-
+/// bound threads on two-socket machines run about 1.5-2x slower on remote
+/// memory (their firmware's distances say 2.1), compute-bound ones barely.
+pub const DEFAULT_REMOTE_COST: f64 = 2.0;
 
 /// A bubble as declared, its parent named.
 #[derive(Clone, Debug, PartialEq)]
@@ -316,6 +324,8 @@ pub struct BubblesPolicy {
     shaken: bool,
     /// `bubbles+learn`: the cores inside each thread's place.
     learning: Option<Learning>,
+    /// How many times slower a thread runs away from its memory (assumed).
+    remote_cost: f64,
 }
 
 /// `bubbles+learn`'s state: crowd moves inside the spread's places.
@@ -353,7 +363,19 @@ impl BubblesPolicy {
             shakes: 0,
             shaken: false,
             learning: None,
+            remote_cost: DEFAULT_REMOTE_COST,
         }
+    }
+
+    /// The same policy assuming a thread runs `cost` times slower away from
+    /// its memory (at least 1; see [`spread`]).
+    pub fn assuming_remote_cost(mut self, cost: f64) -> Self {
+        self.remote_cost = if cost.is_nan() {
+            DEFAULT_REMOTE_COST
+        } else {
+            cost.max(1.0)
+        };
+        self
     }
 
     /// `bubbles+learn`: as [`BubblesPolicy::new`], and inside the place the
@@ -467,7 +489,7 @@ impl BubblesPolicy {
                 previous: if shaken { None } else { t.place },
             })
             .collect();
-        let places = spread(&self.tree, &self.bubbles, &members);
+        let places = spread(&self.tree, &self.bubbles, &members, self.remote_cost);
         for (thread, (place, member)) in self.threads.iter_mut().zip(places.into_iter().zip(&members)) {
             thread.place = Some(place);
             thread.spread_load = member.load;

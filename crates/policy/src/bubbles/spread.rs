@@ -21,7 +21,8 @@
 //!     │    respread an entity stays under the child all its threads are on, then
 //!     │    the smallest entities move from the most loaded child to the
 //!     │    least while that lowers the worst load (between nodes: only
-//!     │    from a child over its CPUs onto CPUs free for them)
+//!     │    from a child with at least remote_cost load per CPU, onto
+//!     │    CPUs free for them)
 //!     ├─ while some child is over its CPUs (load / CPUs > 1), try opening
 //!     │    a bubble of the most loaded child (smallest first) and redo the
 //!     │    greedy; keep the first that lowers the worst child's load
@@ -40,7 +41,11 @@
 //! together, and a thread changes node only when its node is short of CPUs
 //! and another has one free for it (its memory stays behind; in the
 //! simulator, fib on four nodes lost 2-3x to the modelled Linux while
-//! respreads moved threads between nodes to even loads out).
+//! respreads moved threads between nodes to even loads out). Short of CPUs
+//! means at least `remote_cost` threads per CPU on its node: a thread that
+//! gets a third of a CPU at home runs no faster on a CPU of its own 3x
+//! farther from its memory (fib with 32 leaves, four per core, lost 42% to
+//! the modelled Linux when any node over its CPUs gave leaves away).
 //!
 //! Everything is deterministic: the same inputs give the same placement.
 
@@ -89,8 +94,13 @@ struct Item {
 ///
 /// # Panics
 /// If a member's bubble is not in `bubbles` (a caller bug).
-pub fn spread(tree: &PlaceTree, bubbles: &BubbleSet, members: &[Member]) -> Vec<usize> {
-    let mut spreader = Spreader::new(tree, bubbles, members);
+/// `remote_cost`: how many times slower a thread runs away from its
+/// memory, as assumed (see [`DEFAULT_REMOTE_COST`]): a respread moves a
+/// thread to another node only from a node with at least that many
+/// threads per CPU (its share of a CPU at home is then no better than a
+/// whole CPU away from its memory), and onto CPUs free for it.
+pub fn spread(tree: &PlaceTree, bubbles: &BubbleSet, members: &[Member], remote_cost: f64) -> Vec<usize> {
+    let mut spreader = Spreader::new(tree, bubbles, members, remote_cost);
     let roots = spreader.roots();
     spreader.place_items(tree.root(), roots);
     spreader.out
@@ -100,6 +110,7 @@ struct Spreader<'a> {
     tree: &'a PlaceTree,
     bubbles: &'a BubbleSet,
     members: &'a [Member],
+    remote_cost: f64,
     /// Per bubble: the non-empty bubbles nested right in it, then its threads.
     contents: Vec<Vec<Entity>>,
     /// Per bubble: its load (hint, or the sum of its contents).
@@ -108,7 +119,7 @@ struct Spreader<'a> {
 }
 
 impl<'a> Spreader<'a> {
-    fn new(tree: &'a PlaceTree, bubbles: &'a BubbleSet, members: &'a [Member]) -> Self {
+    fn new(tree: &'a PlaceTree, bubbles: &'a BubbleSet, members: &'a [Member], remote_cost: f64) -> Self {
         let count = bubbles.len();
         let mut threads_in: Vec<Vec<Entity>> = vec![Vec::new(); count];
         let mut threads_below = vec![0usize; count];
@@ -152,6 +163,7 @@ impl<'a> Spreader<'a> {
             tree,
             bubbles,
             members,
+            remote_cost,
             contents,
             load,
             out: vec![tree.root(); members.len()],
@@ -300,11 +312,12 @@ impl<'a> Spreader<'a> {
                 .collect()
         };
         // Moves between nodes leave memory behind: a respread makes one
-        // only for an entity short of CPUs, onto CPUs free for it.
-        let crosses_nodes = children
+        // only for an entity that far short of CPUs, onto CPUs free for it.
+        let remote = children
             .iter()
-            .any(|&child| self.tree.has_below(child, PlaceKind::Node));
-        let mut assignment = greedy(&mut heavy, &capacity, &prefer, crosses_nodes);
+            .any(|&child| self.tree.has_below(child, PlaceKind::Node))
+            .then_some(self.remote_cost);
+        let mut assignment = greedy(&mut heavy, &capacity, &prefer, remote);
         loop {
             let worst = worst_load(&assignment, &heavy, &capacity);
             if worst <= 1.0 + EPS {
@@ -329,7 +342,7 @@ impl<'a> Spreader<'a> {
             let better = candidates.into_iter().find_map(|index| {
                 let mut trial = heavy.clone();
                 self.open(&mut trial, index);
-                let trial_assignment = greedy(&mut trial, &capacity, &prefer, crosses_nodes);
+                let trial_assignment = greedy(&mut trial, &capacity, &prefer, remote);
                 (worst_load(&trial_assignment, &trial, &capacity) < worst - EPS).then_some((trial, trial_assignment))
             });
             match better {
@@ -366,13 +379,14 @@ impl<'a> Spreader<'a> {
 /// move leaves memory behind), places the others as above, then moves an
 /// entity only where that lowers the load per CPU of a child over its
 /// CPUs: the smallest one that fits, from the most loaded child to the
-/// least loaded, until no move helps; between nodes (`crosses_nodes`) only
-/// onto CPUs free for it.
+/// least loaded, until no move helps; between nodes (`remote`: the remote
+/// cost) only from a child with that many items per CPU, onto CPUs free
+/// for it.
 fn greedy(
     items: &mut [Item],
     capacity: &[f64],
     prefer: &dyn Fn(&[Item]) -> Vec<Option<usize>>,
-    crosses_nodes: bool,
+    remote: Option<f64>,
 ) -> Vec<usize> {
     // Among equals, entities that have a place go first, so one without
     // does not take it from them.
@@ -432,7 +446,7 @@ fn greedy(
     }
     let mut assignment: Vec<usize> = assignment.into_iter().map(|c| c.expect("every item placed")).collect();
     if preferred.iter().any(Option::is_some) {
-        even_out(items, capacity, &mut loads, &mut assignment, crosses_nodes);
+        even_out(items, capacity, &mut loads, &mut assignment, remote);
     }
     assignment
 }
@@ -440,16 +454,18 @@ fn greedy(
 /// Moves items out of the most loaded child while it is over its CPUs and
 /// a move lowers its load per CPU without raising the target's above it:
 /// each time the smallest item that does so, to the least loaded child.
-/// Between nodes (`crosses_nodes`), only onto CPUs that stay within their
-/// number: an entity leaves its memory only for CPUs of its own.
-fn even_out(items: &[Item], capacity: &[f64], loads: &mut [f64], assignment: &mut [usize], crosses_nodes: bool) {
+/// Between nodes (`remote`: the remote cost), only out of a child with at
+/// least that much load per CPU and onto CPUs that stay within their
+/// number: an entity leaves its memory only for CPUs of its own, and only
+/// where its share of a CPU at home is no better than remote speed.
+fn even_out(items: &[Item], capacity: &[f64], loads: &mut [f64], assignment: &mut [usize], remote: Option<f64>) {
     let share = |loads: &[f64], child: usize| loads[child] / capacity[child];
     for _ in 0..items.len() {
         let most = (0..capacity.len())
             .max_by(|&a, &b| share(loads, a).total_cmp(&share(loads, b)).then(b.cmp(&a)))
             .expect("a child");
         let worst = share(loads, most);
-        if worst <= 1.0 + EPS {
+        if worst <= 1.0 + EPS || remote.is_some_and(|cost| worst < cost - EPS) {
             return;
         }
         let least = (0..capacity.len())
@@ -459,7 +475,7 @@ fn even_out(items: &[Item], capacity: &[f64], loads: &mut [f64], assignment: &mu
             .filter(|&i| assignment[i] == most && items[i].load > EPS)
             .filter(|&i| {
                 let after = (loads[least] + items[i].load) / capacity[least];
-                after < worst - EPS && (!crosses_nodes || after <= 1.0 + EPS)
+                after < worst - EPS && (remote.is_none() || after <= 1.0 + EPS)
             })
             .min_by(|&a, &b| items[a].load.total_cmp(&items[b].load).then(a.cmp(&b)));
         let Some(index) = movable else {
