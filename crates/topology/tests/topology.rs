@@ -480,7 +480,7 @@ fn absurd_synthetic_sizes_are_refused_before_hwloc_builds_them() {
     assert!(error.to_string().contains("more than 16384 PUs"), "{error}");
     let with_l3 = Topology::from_synthetic("package:16 l3cache:8 core:16 pu:8").unwrap();
     assert_eq!(with_l3.cpus().len(), 16384, "the 3 of l3cache is no count");
-    // Found by afl (2026-11-25): hwloc reads "package<junk>0:99" as 99
+    // Found by afl (2026-11-24): hwloc reads "package<junk>0:99" as 99
     // packages, and the bound counted the 0 as a count: it became 0 and let
     // any size through to the trial. A 0 now counts as 1.
     let junk = "package\u{FFFD}0:99 l3cache:2 core:27 pu:2";
