@@ -1,43 +1,68 @@
-//! Cost of one `LearnPolicy::decide` step with every speed known, from a
-//! small machine to a 256-core two-node one. The policy has already run a few
-//! periods so every automaton learns and draws (no fresh threads).
+//! Cost of one `LearnPolicy::decide` step with every speed and run share
+//! known, from a small machine to a 256-core two-node one, for both ways
+//! threads move: the automata's draws (the default) and crowd moves. The
+//! guard is off, so every step is the learner's own (with the guard on,
+//! Linux's windows return early and cost next to nothing), and the policy
+//! has already run a few periods so every automaton learns (no fresh
+//! threads).
+//!
+//! ```text
+//!   (threads, nodes x cores) x (drawn | crowd) ─► 3 warm-up steps ─► timed steps
+//! ```
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use pinlearn_policy::{Layout, LearnConfig, LearnPolicy, PeriodInput, Policy, ThreadSample};
+use pinlearn_policy::{GuardConfig, Layout, LearnConfig, LearnPolicy, Moves, PeriodInput, Policy, ThreadSample};
 
 fn decide(c: &mut Criterion) {
     let mut group = c.benchmark_group("decide");
-    for (threads, nodes, cores_per_node) in [(64, 1, 2), (64, 1, 16), (1024, 2, 128)] {
-        let layout = Layout::uniform(nodes, cores_per_node);
-        let mut policy = LearnPolicy::new(layout, LearnConfig::default(), 42);
-        let samples: Vec<ThreadSample> = (0..threads)
-            .map(|key| ThreadSample {
-                key,
-                speed: Some(0.3 + 0.6 * ((key * 37) % 101) as f64 / 101.0),
-                share: None,
-            })
-            .collect();
-        let mut period = 0u64;
-        let mut step = |policy: &mut LearnPolicy| {
-            let input = PeriodInput {
-                period,
-                time_s: period as f64 * 0.05,
-                threads: &samples,
-                numa_tick: false,
-                progress: None,
-                waiting: None,
-                queued: None,
-                cores: None,
-                bubbles: None,
+    for moves in [Moves::Drawn, Moves::Crowd] {
+        for (threads, nodes, cores_per_node) in [(64, 1, 2), (64, 1, 16), (1024, 2, 128)] {
+            let layout = Layout::uniform(nodes, cores_per_node);
+            let cfg = LearnConfig {
+                moves,
+                guard: GuardConfig {
+                    enabled: false,
+                    ..GuardConfig::default()
+                },
+                ..LearnConfig::default()
             };
-            period += 1;
-            policy.decide(&input)
-        };
-        for _ in 0..3 {
-            step(&mut policy);
+            let mut policy = LearnPolicy::new(layout, cfg, 42);
+            let samples: Vec<ThreadSample> = (0..threads)
+                .map(|key| {
+                    let speed = 0.3 + 0.6 * ((key * 37) % 101) as f64 / 101.0;
+                    ThreadSample {
+                        key,
+                        speed: Some(speed),
+                        share: Some(speed),
+                    }
+                })
+                .collect();
+            let mut period = 0u64;
+            let mut step = |policy: &mut LearnPolicy| {
+                let input = PeriodInput {
+                    period,
+                    time_s: period as f64 * 0.05,
+                    threads: &samples,
+                    numa_tick: false,
+                    progress: None,
+                    waiting: None,
+                    queued: None,
+                    cores: None,
+                    bubbles: None,
+                };
+                period += 1;
+                policy.decide(&input)
+            };
+            for _ in 0..3 {
+                step(&mut policy);
+            }
+            let way = match moves {
+                Moves::Drawn => "drawn",
+                Moves::Crowd => "crowd",
+            };
+            let label = format!("{threads}x{}", nodes * cores_per_node);
+            group.bench_function(BenchmarkId::new(way, label), |b| b.iter(|| step(&mut policy)));
         }
-        let label = format!("{threads}x{}", nodes * cores_per_node);
-        group.bench_function(BenchmarkId::from_parameter(label), |b| b.iter(|| step(&mut policy)));
     }
     group.finish();
 }
