@@ -39,17 +39,7 @@ fn decide(c: &mut Criterion) {
                 .collect();
             let mut period = 0u64;
             let mut step = |policy: &mut LearnPolicy| {
-                let input = PeriodInput {
-                    period,
-                    time_s: period as f64 * 0.05,
-                    threads: &samples,
-                    numa_tick: false,
-                    progress: None,
-                    waiting: None,
-                    queued: None,
-                    cores: None,
-                    bubbles: None,
-                };
+                let input = PeriodInput::of(period, period as f64 * 0.05, &samples);
                 period += 1;
                 policy.decide(&input)
             };

@@ -194,7 +194,8 @@ pub struct Topology {
     groups: Vec<Group>,
     source: String,
     /// [`Topology::remote_ratio`] in hundredths (kept whole so that a
-    /// topology stays `Eq`).
+    /// topology stays `Eq`); written as the ratio.
+    #[serde(rename = "remote_ratio", serialize_with = "centi_as_ratio")]
     remote_ratio_centi: Option<u32>,
 }
 
@@ -855,6 +856,13 @@ pub fn synthetic_pus_at_most(spec: &str) -> u64 {
         previous = Some(c);
     }
     product
+}
+
+fn centi_as_ratio<S: serde::Serializer>(centi: &Option<u32>, serializer: S) -> Result<S::Ok, S::Error> {
+    match centi {
+        Some(centi) => serializer.serialize_some(&(f64::from(*centi) / 100.0)),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// The largest [`Topology::remote_ratio`] kept: firmware tables are

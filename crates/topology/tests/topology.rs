@@ -573,6 +573,8 @@ fn numa_distances_in_an_xml_file_give_the_remote_ratio() {
         "{}",
         topology.describe()
     );
+    let json = serde_json::to_value(&topology).unwrap();
+    assert_eq!(json["remote_ratio"], serde_json::json!(2.53), "{json}");
     // It stays through a restriction to some CPUs and a mapping onto others.
     let restricted = topology.restrict(&CpuSet::parse_list("0-5").unwrap()).unwrap();
     assert_eq!(restricted.remote_ratio(), Some(2.53));
