@@ -276,10 +276,23 @@ impl Settings {
         toml::to_string(self).expect("settings serialise to TOML")
     }
 
+    /// `--policy bubbles` (`learning`: `bubbles+learn`) over `places` with
+    /// these settings: the guard, the crowd moves and the remote cost. One
+    /// constructor for live runs and the simulator.
+    pub fn bubbles_policy(&self, places: &crate::places::Places, learning: bool) -> pinlearn_policy::BubblesPolicy {
+        let layout = places.layout.clone();
+        let policy = if learning {
+            pinlearn_policy::BubblesPolicy::with_learning(layout, places.tree(), self.learn.guard, self.learn.crowd)
+        } else {
+            pinlearn_policy::BubblesPolicy::new(layout, places.tree(), self.learn.guard)
+        };
+        policy.assuming_remote_cost(self.remote_cost_on(places))
+    }
+
     /// The remote cost the bubbles policy assumes on these places: the
     /// settings' `remote_cost`, else the machine's NUMA distances (remote
     /// over local), else [`pinlearn_policy::DEFAULT_REMOTE_COST`].
-    pub fn remote_cost_on(&self, places: &crate::places::Places) -> f64 {
+    fn remote_cost_on(&self, places: &crate::places::Places) -> f64 {
         self.remote_cost
             .or(places.remote_ratio)
             .unwrap_or(pinlearn_policy::DEFAULT_REMOTE_COST)

@@ -17,7 +17,7 @@ use crate::engine::Engine;
 use crate::live::resolve_metric;
 use crate::places::Places;
 use crate::trace::Trace;
-use pinlearn_policy::{BubblesPolicy, LearnPolicy, OsPolicy, Policy, StaticPolicy};
+use pinlearn_policy::{LearnPolicy, OsPolicy, Policy, StaticPolicy};
 use pinlearn_topology::{CpuSet, Topology};
 use std::path::PathBuf;
 
@@ -164,19 +164,8 @@ impl Session {
             PolicyChoice::Learn => Box::new(LearnPolicy::new(layout, self.settings.learn, self.settings.seed)),
             PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),
             PolicyChoice::Os => Box::new(OsPolicy::new(layout)),
-            PolicyChoice::Bubbles => Box::new(
-                BubblesPolicy::new(layout, places.tree(), self.settings.learn.guard)
-                    .assuming_remote_cost(self.settings.remote_cost_on(places)),
-            ),
-            PolicyChoice::BubblesLearn => Box::new(
-                BubblesPolicy::with_learning(
-                    layout,
-                    places.tree(),
-                    self.settings.learn.guard,
-                    self.settings.learn.crowd,
-                )
-                .assuming_remote_cost(self.settings.remote_cost_on(places)),
-            ),
+            PolicyChoice::Bubbles => Box::new(self.settings.bubbles_policy(places, false)),
+            PolicyChoice::BubblesLearn => Box::new(self.settings.bubbles_policy(places, true)),
         }
     }
 

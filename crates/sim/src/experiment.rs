@@ -24,9 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use pinlearn_engine::bubbles::BubbleRules;
 use pinlearn_engine::{Engine, Places, PolicyChoice, Settings};
 use pinlearn_experiment::{Load, ModelRecord, RunRecord, Scenario, Scheduler, SchedulerKind};
-use pinlearn_policy::{
-    BubbleSet, BubbleSpec, BubblesPolicy, LearnConfig, LearnPolicy, OsPolicy, Policy, StaticPolicy, ThreadKey,
-};
+use pinlearn_policy::{BubbleSet, BubbleSpec, LearnConfig, LearnPolicy, OsPolicy, Policy, StaticPolicy, ThreadKey};
 use pinlearn_topology::{CpuSet, Topology};
 
 use crate::SimError;
@@ -191,19 +189,12 @@ impl Experiment {
                     .collect();
                 Box::new(FixedPolicy::new("best-static", place_of, layout.whole()))
             }
-            SchedulerKind::Policy(PolicyChoice::Bubbles) => Box::new(
-                BubblesPolicy::new(layout, prepared.places.tree(), self.settings.learn.guard)
-                    .assuming_remote_cost(self.settings.remote_cost_on(&prepared.places)),
-            ),
-            SchedulerKind::Policy(PolicyChoice::BubblesLearn) => Box::new(
-                BubblesPolicy::with_learning(
-                    layout,
-                    prepared.places.tree(),
-                    self.settings.learn.guard,
-                    self.settings.learn.crowd,
-                )
-                .assuming_remote_cost(self.settings.remote_cost_on(&prepared.places)),
-            ),
+            SchedulerKind::Policy(PolicyChoice::Bubbles) => {
+                Box::new(self.settings.bubbles_policy(&prepared.places, false))
+            }
+            SchedulerKind::Policy(PolicyChoice::BubblesLearn) => {
+                Box::new(self.settings.bubbles_policy(&prepared.places, true))
+            }
             SchedulerKind::Policy(PolicyChoice::Learn) => {
                 let cfg = LearnConfig {
                     objective: scheduler.objective.unwrap_or(self.settings.learn.objective),
