@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive) and how they override settings.
 
 use clap::{Args, Parser, Subcommand};
+use pinlearn_engine::preload::Preload;
 use pinlearn_engine::{EngineError, Metric, PolicyChoice, Settings};
 use pinlearn_experiment::{Scenario, Scheduler};
 use pinlearn_policy::Objective;
@@ -189,6 +190,13 @@ pub struct RunArgs {
     /// Stop supervising after DUR (the program runs on, unpinned).
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Load pinlearn's preload library into the program: `heartbeats` (a beat
+    /// per OpenMP region piece and barrier passed, and per
+    /// pthread_barrier_wait), `threads` (its thread-creation tree as nested
+    /// bubbles; with --policy bubbles or bubbles+learn and no --bubbles file),
+    /// or both (`heartbeats,threads`).
+    #[arg(long, value_name = "PARTS", value_parser = parse_preload)]
+    pub preload: Option<Preload>,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -203,6 +211,10 @@ pub struct AttachArgs {
     pub duration: Option<Duration>,
     /// The process to supervise.
     pub pid: u32,
+}
+
+pub fn parse_preload(s: &str) -> Result<Preload, String> {
+    s.parse().map_err(|e: EngineError| e.to_string())
 }
 
 pub fn parse_metric(s: &str) -> Result<Metric, String> {

@@ -55,15 +55,32 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                     "run --json -: the program writes to stdout too; give a file, e.g. --json summary.json".into(),
                 ));
             }
-            let session = prepare(
+            let mut session = prepare(
                 &run.common,
                 &pinlearn_engine::live::get_affinity(0)
                     .map_err(|e| EngineError::io("cannot read pinlearn's affinity", e))?,
             )?;
-            note(&run.common, &session);
             let (program, args) = run.command.split_first().expect("clap requires a command");
             let mut command = std::process::Command::new(program);
             command.args(args);
+            if let Some(preload) = &run.preload {
+                if preload.threads && session.declared.is_none() {
+                    return Err(Failure::BadInput(
+                        "--preload threads declares the program's thread tree as bubbles: use it with \
+                         --policy bubbles or bubbles+learn, without a --bubbles file"
+                            .into(),
+                    ));
+                }
+                let pinlearn = std::env::current_exe()
+                    .map_err(|e| EngineError::io("cannot find the pinlearn binary beside its preload library", e))?;
+                if preload.heartbeats && session.settings.metric == pinlearn_engine::Metric::Auto {
+                    // The beats the library gives are the progress to learn from
+                    // (threads that do not beat are scored by their samples).
+                    session.metric = pinlearn_engine::Metric::Heartbeat;
+                }
+                preload.apply(&mut command, &pinlearn_engine::preload::library(&pinlearn)?);
+            }
+            note(&run.common, &session);
             let summary = pinlearn_engine::supervise::run(&session, command, run.duration)?;
             print_summary(&run.common, &summary)?;
             Ok(summary.exit_code.unwrap_or(0).clamp(0, 255) as u8)

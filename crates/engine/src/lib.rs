@@ -27,6 +27,7 @@ pub mod live;
 pub mod memory;
 pub mod outside;
 mod places;
+pub mod preload;
 pub mod session;
 pub mod status;
 pub mod supervise;

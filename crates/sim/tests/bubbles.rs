@@ -141,7 +141,10 @@ fn fib_leaves_leave_their_memory_only_where_sharing_costs_more_than_remote_memor
         bubbles <= os,
         "A.1 (four leaves per core): bubbles {bubbles} s, os {os} s"
     );
-    // Assuming remote memory costs nothing brings the loss back.
+    // Assuming remote memory costs nothing moves leaves away from their
+    // memory where other programs load half the cores (D): 32% longer.
+    // (At A.1 it no longer does since a bubble no child can hold stays
+    // whole unless it is more than its share.)
     let careless = Experiment {
         settings: Settings {
             remote_cost: Some(1.0),
@@ -149,6 +152,7 @@ fn fib_leaves_leave_their_memory_only_where_sharing_costs_more_than_remote_memor
         },
         ..fib(32, 3.0)
     };
-    let moved = median_completion(&careless, "A.1", PolicyChoice::Bubbles, 10);
-    assert!(moved >= 1.3 * os, "A.1, remote_cost 1: bubbles {moved} s, os {os} s");
+    let kept = median_completion(&experiment, "D", PolicyChoice::Bubbles, 10);
+    let moved = median_completion(&careless, "D", PolicyChoice::Bubbles, 10);
+    assert!(moved >= 1.25 * kept, "D, remote_cost 1: bubbles {moved} s, remote cost 3: {kept} s");
 }

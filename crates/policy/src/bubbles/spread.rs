@@ -290,8 +290,12 @@ impl<'a> Spreader<'a> {
         }
         let capacity: Vec<f64> = children.iter().map(|&c| self.tree.cpus(c) as f64).collect();
         let widest = capacity.iter().copied().fold(0.0, f64::max);
+        // Opening a bubble that no child can hold helps only when it is
+        // also more than its share: when every child is over its CPUs
+        // anyway, the bubble stays whole (the paper's `per` rule).
+        let share = items.iter().map(|i| i.load).sum::<f64>() / children.len() as f64;
         self.open_while(&mut items, |b, item| {
-            bubbles.get(b).burst.is_none() && item.load > widest + EPS
+            bubbles.get(b).burst.is_none() && item.load > widest + EPS && item.load > share + EPS
         });
 
         // A respread keeps threads where they are: a bubble whose threads

@@ -1,0 +1,252 @@
+//! `pinlearn run --preload`: the library in crate `pinlearn-preload` gives
+//! unmodified programs heartbeats (OpenMP regions and barriers,
+//! pthread_barrier_wait) and declares their thread-creation tree as nested
+//! bubbles, without changing what the programs compute or how they end.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, Once};
+
+/// These tests measure the machine: one at a time.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+/// Builds the preload library beside this build's pinlearn binary (where
+/// `run --preload` looks for it), once.
+fn build_library() {
+    static BUILT: Once = Once::new();
+    BUILT.call_once(|| {
+        let release = Path::new(env!("CARGO_BIN_EXE_pinlearn"))
+            .parent()
+            .is_some_and(|dir| dir.ends_with("release"));
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "pinlearn-preload"])
+            .args(if release { vec!["--release"] } else { vec![] })
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "cargo build -p pinlearn-preload failed");
+    });
+}
+
+/// `tests/programs/NAME.c` of the engine crate built with gcc (`flags`) into `dir`.
+fn build_program(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../engine/tests/programs/{name}.c"));
+    let exe = dir.join(name);
+    let out = Command::new("gcc")
+        .args(["-O2", "-Wall", "-Werror"])
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&source)
+        .output()
+        .expect("gcc is installed (scripts/setup)");
+    assert!(
+        out.status.success(),
+        "gcc failed on {}: {}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// The summary's threads of `summary` (a `run --json` file).
+fn threads(summary: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(summary).expect("the run wrote its summary");
+    let json: Value = serde_json::from_str(&text).expect("summary JSON");
+    json["threads"].as_array().expect("threads").clone()
+}
+
+fn field<'a>(thread: &'a Value, name: &str) -> &'a str {
+    thread[name].as_str().unwrap_or("")
+}
+
+#[test]
+fn preloaded_openmp_threads_are_scored_by_their_barriers_and_compute_the_same() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    build_library();
+    let dir = tempfile::tempdir().unwrap();
+    let stencil = build_program(dir.path(), "omp_stencil", &["-fopenmp"]);
+    let channels = dir.path().join("channels");
+    std::fs::create_dir(&channels).unwrap();
+    let alone = Command::new(&stencil)
+        .args(["512", "4000"])
+        .env("OMP_NUM_THREADS", "2")
+        .output()
+        .unwrap();
+    assert!(alone.status.success());
+
+    let summary = dir.path().join("summary.json");
+    let out = pinlearn()
+        .args(["run", "--quiet", "--preload", "heartbeats", "--json"])
+        .arg(&summary)
+        .args(["--", stencil.to_str().unwrap(), "512", "4000"])
+        .env("OMP_NUM_THREADS", "2")
+        .env("PINLEARN_HEARTBEAT_DIR", &channels)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The same checksum: the library changes nothing the program computes.
+    assert_eq!(out.stdout, alone.stdout, "the preloaded run printed another result");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(
+        json["metric"], "heartbeat",
+        "--preload heartbeats learns from the beats"
+    );
+    let measured: Vec<Value> = threads(&summary)
+        .into_iter()
+        .filter(|t| t["periods"].as_u64().unwrap_or(0) >= 3)
+        .collect();
+    assert_eq!(measured.len(), 2, "both OpenMP threads were measured: {measured:?}");
+    for thread in &measured {
+        assert_eq!(field(thread, "source"), "heartbeat", "{thread}");
+    }
+    // The channel went with the program.
+    let left: Vec<_> = std::fs::read_dir(&channels)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "channels left behind: {left:?}");
+}
+
+#[test]
+fn the_thread_creation_tree_becomes_nested_bubbles_kept_whole_on_nodes() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some([first, second]) = first_two_cpus() else {
+        return;
+    };
+    build_library();
+    let dir = tempfile::tempdir().unwrap();
+    let tree = build_program(dir.path(), "thread_tree", &["-pthread"]);
+    let summary = dir.path().join("summary.json");
+    let map = format!("{first},{second}");
+    // Two families of two computing leaves on two one-core nodes: each
+    // family's bubble (its creator, waiting in join, and its leaves) fits no
+    // node, but opening it would not give any thread more CPU.
+    let out = pinlearn()
+        .args([
+            "run",
+            "--quiet",
+            "--policy",
+            "bubbles",
+            "--preload",
+            "threads,heartbeats",
+        ])
+        .args(["--topology", "node:2 core:1 pu:1", "--topology-map", &map, "--json"])
+        .arg(&summary)
+        .args(["--", tree.to_str().unwrap(), "2", "3"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 2, "both families finished: {stdout}");
+    let threads = threads(&summary);
+    let named = |name: &str| {
+        threads
+            .iter()
+            .find(|t| field(t, "name") == name)
+            .unwrap_or_else(|| panic!("no thread {name} in {threads:?}"))
+    };
+    let main = &threads[0];
+    for family in ["fam-0", "fam-1"] {
+        let creator = named(family);
+        let bubble = field(creator, "bubble");
+        assert!(
+            bubble.starts_with(&format!("threads of {} ", creator["tid"])),
+            "{family} is in the bubble it made: {creator}"
+        );
+        let (a, b) = (named(&format!("{family}a")), named(&format!("{family}b")));
+        for leaf in [a, b] {
+            assert_eq!(field(leaf, "bubble"), bubble, "{leaf}");
+            assert_eq!(field(leaf, "source"), "heartbeat", "pthread_barrier_wait beats: {leaf}");
+        }
+        assert_eq!(
+            field(a, "last_place"),
+            field(b, "last_place"),
+            "a family stays on one node: {a} {b}"
+        );
+        assert_ne!(field(main, "bubble"), bubble);
+    }
+    assert!(
+        field(main, "bubble").starts_with(&format!("threads of {} ", main["tid"])),
+        "{main}"
+    );
+    assert_ne!(
+        field(named("fam-0a"), "last_place"),
+        field(named("fam-1a"), "last_place"),
+        "the two families are on different nodes"
+    );
+}
+
+#[test]
+fn a_preloaded_program_ends_as_it_would_alone() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    build_library();
+    let dir = tempfile::tempdir().unwrap();
+    // Exit status, a fork, a failing exec and an LD_PRELOAD of the user's
+    // own all pass through.
+    let out = pinlearn()
+        .args(["run", "--quiet", "--preload", "heartbeats", "--"])
+        .args([
+            "sh",
+            "-c",
+            "(exit 0) & wait; /nonexistent 2>/dev/null; echo \"$LD_PRELOAD\"; exit 7",
+        ])
+        .env("LD_PRELOAD", "")
+        .env("PINLEARN_HEARTBEAT_DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    let preload = String::from_utf8_lossy(&out.stdout);
+    assert!(preload.trim().ends_with("libpinlearn_preload.so"), "{preload}");
+    let killed = pinlearn()
+        .args([
+            "run",
+            "--quiet",
+            "--preload",
+            "heartbeats",
+            "--",
+            "sh",
+            "-c",
+            "kill -9 $$",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.code(), Some(137), "{}", stderr(&killed));
+}
+
+#[test]
+fn bad_preload_requests_are_refused_before_the_program_starts() {
+    build_library();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    for (args, env, says) in [
+        (vec!["--preload", "beats"], None, "use heartbeats, threads"),
+        (vec!["--preload", "heartbeats,heartbeats"], None, "given twice"),
+        (vec!["--preload", "threads"], None, "--policy bubbles or bubbles+learn"),
+        (
+            vec!["--preload", "heartbeats"],
+            Some("/nonexistent/libpinlearn_preload.so"),
+            "PINLEARN_PRELOAD_LIBRARY=/nonexistent",
+        ),
+    ] {
+        let mut command = pinlearn();
+        command.arg("run").args(&args).args(["--", "sh", "-c", &touch]);
+        if let Some(path) = env {
+            command.env("PINLEARN_PRELOAD_LIBRARY", path);
+        }
+        let out = command.stdin(Stdio::null()).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "one line: {}", stderr(&out));
+        assert!(!marker.exists(), "{args:?}: the program ran");
+    }
+}
