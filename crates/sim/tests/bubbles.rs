@@ -154,5 +154,8 @@ fn fib_leaves_leave_their_memory_only_where_sharing_costs_more_than_remote_memor
     };
     let kept = median_completion(&experiment, "D", PolicyChoice::Bubbles, 10);
     let moved = median_completion(&careless, "D", PolicyChoice::Bubbles, 10);
-    assert!(moved >= 1.25 * kept, "D, remote_cost 1: bubbles {moved} s, remote cost 3: {kept} s");
+    assert!(
+        moved >= 1.25 * kept,
+        "D, remote_cost 1: bubbles {moved} s, remote cost 3: {kept} s"
+    );
 }
