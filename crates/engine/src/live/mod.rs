@@ -126,6 +126,11 @@ const CHEAP_SLICES_PER_S: f64 = 1000.0;
 /// name during this many periods.
 const NAME_PERIODS: u32 = 5;
 
+/// A thread's mask is read back (to notice its program changing it) every
+/// this many periods, and right before pinlearn moves it: with 64 threads a
+/// read every period was a tenth of the manager's CPU time.
+const MASK_CHECK_PERIODS: u64 = 4;
+
 /// The live process tree being supervised.
 pub struct LiveProcess {
     scope: Scope,
@@ -146,6 +151,8 @@ pub struct LiveProcess {
     whole_place: Option<usize>,
     /// Leave alone a thread whose mask someone else changes.
     follow_program_affinity: bool,
+    /// Calls of [`Self::follow_programs`], whose turn picks the threads checked.
+    mask_checks: u64,
     /// Notes not yet taken (threads left to their program, ...).
     notes: Vec<String>,
     /// The root process's cpuset, when the kernel has one for it.
@@ -226,6 +233,7 @@ impl LiveProcess {
             pinned_processes: HashSet::new(),
             whole_place: None,
             follow_program_affinity: true,
+            mask_checks: 0,
             notes: Vec::new(),
             cpuset: None,
             cpuset_cpus: None,
@@ -404,32 +412,56 @@ impl LiveProcess {
         notes
     }
 
-    /// Threads whose mask someone else than pinlearn changed since the
-    /// last period: left to their program from now on (not measured, not
-    /// placed, not restored), each with one note.
+    /// Threads whose mask someone else than pinlearn changed: left to their
+    /// program from now on (not measured, not placed, not restored), each
+    /// with one note. Each thread is checked every [`MASK_CHECK_PERIODS`]
+    /// periods (staggered by tid), and again right before pinlearn moves it
+    /// ([`Target::place`]), so a program's own change is never overwritten.
     fn follow_programs(&mut self) {
         if !self.follow_program_affinity {
             return;
         }
-        let mut left = Vec::new();
-        for thread in self.threads.values_mut().filter(|thread| !thread.left_to_program) {
-            let Ok(now) = get_affinity(thread.who.tid) else {
-                continue; // ended: measure() finds out
-            };
-            if now != thread.expected {
-                thread.left_to_program = true;
-                left.push((thread.who.clone(), thread.expected.clone(), now));
-            }
+        self.mask_checks = self.mask_checks.wrapping_add(1);
+        let turn = self.mask_checks % MASK_CHECK_PERIODS;
+        let due: Vec<ThreadKey> = self
+            .threads
+            .iter()
+            .filter(|(_, thread)| !thread.left_to_program && u64::from(thread.who.tid) % MASK_CHECK_PERIODS == turn)
+            .map(|(&key, _)| key)
+            .collect();
+        for key in due {
+            self.left_by_program(key);
         }
-        for (who, expected, now) in left {
-            self.affinity.release(who.tid);
-            let note = format!(
-                "thread {} ({}) of process {} changed its own CPU mask ({expected} -> {now}); pinlearn leaves it alone from now on (follow_program_affinity = false keeps placing it)",
-                who.tid, who.name, who.pid
-            );
-            eprintln!("pinlearn: {note}");
-            self.notes.push(note);
+    }
+
+    /// Whether thread `key`'s program changed its mask (now or before);
+    /// the first time it is seen, the thread is released with one note.
+    fn left_by_program(&mut self, key: ThreadKey) -> bool {
+        let Some(thread) = self.threads.get_mut(&key) else {
+            return false;
+        };
+        if thread.left_to_program {
+            return true;
         }
+        if !self.follow_program_affinity {
+            return false;
+        }
+        let Ok(now) = get_affinity(thread.who.tid) else {
+            return false; // ended: measure() finds out
+        };
+        if now == thread.expected {
+            return false;
+        }
+        thread.left_to_program = true;
+        let (who, expected) = (thread.who.clone(), thread.expected.clone());
+        self.affinity.release(who.tid);
+        let note = format!(
+            "thread {} ({}) of process {} changed its own CPU mask ({expected} -> {now}); pinlearn leaves it alone from now on (follow_program_affinity = false keeps placing it)",
+            who.tid, who.name, who.pid
+        );
+        eprintln!("pinlearn: {note}");
+        self.notes.push(note);
+        true
     }
 
     /// Puts back the original mask of every thread pinlearn moved.
@@ -828,12 +860,12 @@ impl Target for LiveProcess {
     /// one it had, or its program gave it, never a wider one; only a mask
     /// reaching outside the allowed CPUs is cut down to them.
     fn place(&mut self, key: ThreadKey, place: usize, cpus: &CpuSet) -> Result<bool, EngineError> {
+        if self.left_by_program(key) {
+            return Ok(false);
+        }
         let Some(thread) = self.threads.get(&key) else {
             return Ok(false);
         };
-        if thread.left_to_program {
-            return Ok(false);
-        }
         let tid = thread.who.tid;
         let mut target = if Some(place) == self.whole_place {
             let own = thread.original.intersection(cpus);
