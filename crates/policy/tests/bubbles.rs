@@ -209,6 +209,37 @@ fn an_uneven_three_three_two_split_is_evened_by_opening_the_smallest_bubble() {
 }
 
 #[test]
+fn a_bubble_no_node_can_hold_stays_whole_when_opening_it_gains_no_cpu() {
+    // Two bubbles of two threads on two nodes of one core: either way every
+    // node runs two threads, so each bubble stays on one node (its memory
+    // with it) where remote memory costs more than local; where it costs
+    // nothing (remote cost 1) the bubbles open, as before the share rule.
+    let (layout, tree, ranges) = machine(2, 1, &[]);
+    let set = bubbles(&[("a", None), ("b", None)]);
+    let members: Vec<Member> = [0, 0, 1, 1].iter().map(|&b| member(Some(b))).collect();
+    let nodes = |remote_cost: f64| -> Vec<usize> {
+        spread(&tree, &set, &members, remote_cost)
+            .iter()
+            .map(|&p| node_of(&layout, &ranges, p).unwrap())
+            .collect()
+    };
+    let kept = nodes(DEFAULT_REMOTE_COST);
+    assert_eq!(kept[0], kept[1], "a stays whole: {kept:?}");
+    assert_eq!(kept[2], kept[3], "b stays whole: {kept:?}");
+    assert_ne!(kept[0], kept[2], "one bubble per node: {kept:?}");
+    let opened = nodes(1.0);
+    assert_ne!(opened[0], opened[1], "a opens where remote memory is free: {opened:?}");
+    // A bubble heavier than its share still opens: three threads and one.
+    let members: Vec<Member> = [0, 0, 0, 1].iter().map(|&b| member(Some(b))).collect();
+    let places = spread(&tree, &set, &members, DEFAULT_REMOTE_COST);
+    let loads = places.iter().fold([0, 0], |mut loads, &p| {
+        loads[node_of(&layout, &ranges, p).unwrap()] += 1;
+        loads
+    });
+    assert_eq!(loads, [2, 2], "{places:?}");
+}
+
+#[test]
 fn a_burst_level_keeps_a_bubble_whole_down_to_its_level() {
     // Eight threads in one bubble on two nodes of four: without a level it
     // opens at the machine (it fits no node); with burst = node it stays on

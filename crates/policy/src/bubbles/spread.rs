@@ -11,8 +11,10 @@
 //!     ├─ a core (or a place with no children): every thread of the
 //!     │    entities gets this place
 //!     ├─ one child: go into it
-//!     ├─ open the bubbles too heavy for any child (no burst level set), and
-//!     │    on a respread those whose threads are under several children now
+//!     ├─ open the bubbles too heavy for any child (no burst level set) and
+//!     │    heavier than their share (total load / children; any, where
+//!     │    remote_cost is 1), and on a respread those whose threads are
+//!     │    under several children now
 //!     ├─ per = total load / children; entities lighter than per/30 stay
 //!     │    here (their threads get this place)
 //!     ├─ greedy: by priority, then load, heaviest first, each entity to the
@@ -292,10 +294,12 @@ impl<'a> Spreader<'a> {
         let widest = capacity.iter().copied().fold(0.0, f64::max);
         // Opening a bubble that no child can hold helps only when it is
         // also more than its share: when every child is over its CPUs
-        // anyway, the bubble stays whole (the paper's `per` rule).
+        // anyway, the bubble stays whole with its memory (the paper's `per`
+        // rule), where remote memory costs more than local.
         let share = items.iter().map(|i| i.load).sum::<f64>() / children.len() as f64;
+        let whole_pays = self.remote_cost > 1.0 + EPS;
         self.open_while(&mut items, |b, item| {
-            bubbles.get(b).burst.is_none() && item.load > widest + EPS && item.load > share + EPS
+            bubbles.get(b).burst.is_none() && item.load > widest + EPS && (!whole_pays || item.load > share + EPS)
         });
 
         // A respread keeps threads where they are: a bubble whose threads
