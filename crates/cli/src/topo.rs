@@ -43,6 +43,10 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
         .parent()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
+    // `run --preload heartbeats` gives unmodified OpenMP programs heartbeats.
+    let preload = std::env::current_exe()
+        .map_err(|e| EngineError::io("cannot find the pinlearn binary", e))
+        .and_then(|exe| pinlearn_engine::preload::library(&exe));
     if let Some(output) = &args.json {
         let report = json!({
             "topology": topology,
@@ -59,6 +63,8 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
                 "schedstat": schedstat,
                 "io": io,
                 "heartbeat_dir": heartbeat_dir,
+                "preload_library": preload.as_ref().ok().map(|p| p.display().to_string()),
+                "preload_note": preload.as_ref().err().map(ToString::to_string),
             },
         });
         output
@@ -109,5 +115,12 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
         if io { "yes" } else { "no" }
     );
     println!("  heartbeat     yes, for programs that report (channel files in {heartbeat_dir})");
+    match &preload {
+        Ok(path) => println!(
+            "                and from OpenMP regions and barriers with run --preload heartbeats ({})",
+            path.display()
+        ),
+        Err(why) => println!("                not from unmodified programs: {why}"),
+    }
     Ok(())
 }

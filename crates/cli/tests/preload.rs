@@ -250,3 +250,26 @@ fn bad_preload_requests_are_refused_before_the_program_starts() {
         assert!(!marker.exists(), "{args:?}: the program ran");
     }
 }
+
+#[test]
+fn topo_says_whether_the_preload_library_is_there() {
+    build_library();
+    let json = |missing: bool| -> Value {
+        let mut command = pinlearn();
+        command.args(["topo", "--json", "-"]);
+        if missing {
+            command.env("PINLEARN_PRELOAD_LIBRARY", "/nonexistent/libpinlearn_preload.so");
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let found = json(false);
+    let library = found["probes"]["preload_library"].as_str().unwrap_or("");
+    assert!(library.ends_with("libpinlearn_preload.so"), "{found}");
+    assert!(Path::new(library).is_file(), "{library}");
+    let missing = json(true);
+    assert!(missing["probes"]["preload_library"].is_null(), "{missing}");
+    let note = missing["probes"]["preload_note"].as_str().unwrap_or("");
+    assert!(note.contains("PINLEARN_PRELOAD_LIBRARY=/nonexistent"), "{missing}");
+}
