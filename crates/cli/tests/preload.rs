@@ -33,19 +33,24 @@ fn build_library() {
 
 /// `tests/programs/NAME.c` of the engine crate built with gcc (`flags`) into `dir`.
 fn build_program(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    build_with("gcc", dir, name, flags)
+}
+
+/// `tests/programs/NAME.c` of the engine crate built with `compiler` into `dir`.
+fn build_with(compiler: &str, dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../engine/tests/programs/{name}.c"));
-    let exe = dir.join(name);
-    let out = Command::new("gcc")
+    let exe = dir.join(format!("{name}-{compiler}"));
+    let out = Command::new(compiler)
         .args(["-O2", "-Wall", "-Werror"])
         .args(flags)
         .arg("-o")
         .arg(&exe)
         .arg(&source)
         .output()
-        .expect("gcc is installed (scripts/setup)");
+        .unwrap_or_else(|e| panic!("{compiler} is installed (scripts/setup): {e}"));
     assert!(
         out.status.success(),
-        "gcc failed on {}: {}",
+        "{compiler} failed on {}: {}",
         source.display(),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -65,10 +70,21 @@ fn field<'a>(thread: &'a Value, name: &str) -> &'a str {
 
 #[test]
 fn preloaded_openmp_threads_are_scored_by_their_barriers_and_compute_the_same() {
+    // libgomp through its GOMP_* entry points.
+    preloaded_stencil_beats("gcc");
+}
+
+#[test]
+fn preloaded_llvm_openmp_threads_are_scored_by_their_barriers_and_compute_the_same() {
+    // LLVM's libomp through the library's OMPT tool.
+    preloaded_stencil_beats("clang");
+}
+
+fn preloaded_stencil_beats(compiler: &str) {
     let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     build_library();
     let dir = tempfile::tempdir().unwrap();
-    let stencil = build_program(dir.path(), "omp_stencil", &["-fopenmp"]);
+    let stencil = build_with(compiler, dir.path(), "omp_stencil", &["-fopenmp"]);
     let channels = dir.path().join("channels");
     std::fs::create_dir(&channels).unwrap();
     let alone = Command::new(&stencil)

@@ -14,7 +14,8 @@
 //!                              PINLEARN_PRELOAD_PARENT=<pinlearn's pid>
 //!        ▼
 //!   the program: heartbeats ─► one beat per completed OpenMP region piece and barrier
-//!                              (libgomp) and pthread_barrier_wait, into the heartbeat channel
+//!                              (libgomp; libomp through OMPT) and pthread_barrier_wait,
+//!                              into the heartbeat channel
 //!                threads    ─► each thread that starts threads gets a bubble holding it and
 //!                              them, nested in its own creator's (the bubble channel)
 //! ```

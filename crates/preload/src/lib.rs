@@ -10,6 +10,7 @@
 //!   GOMP_barrier()           ─┐
 //!   GOMP_loop_end[_nowait]() ─┼► the real call, then beat(1) (a barrier passed)
 //!   pthread_barrier_wait(b)  ─┘        └─► heartbeat channel ─► pinlearn scores the thread by its beats
+//!   libomp: ompt_start_tool ───► an OMPT tool: sync_region end of a barrier ─► beat(1)
 //!   pthread_create(start)    ───► creator C: bubble "C" (made once, nested in the bubble C is in),
 //!                                 C moved into it ─► the real pthread_create(started)
 //!                                 new thread: joins "C", then start(arg)   └─► bubble channel
@@ -34,12 +35,15 @@
 //! threads of a region still meet at the real barriers: results do not
 //! change.
 //!
+//! LLVM's OpenMP runtime (libomp) is reached through its tool interface
+//! instead: the library is an OMPT tool (`ompt_start_tool`) whose
+//! `sync_region` callback beats when a team thread leaves a barrier.
+//!
 //! # Not covered
 //!
-//! LLVM's libomp (`__kmpc_*` entry points), GCC's pre-4.9 `GOMP_parallel_start`
-//! / `GOMP_parallel_end` pair and the combined `GOMP_parallel_loop_*` entry
-//! points: their regions give no beats (their barriers inside do, when they
-//! call `GOMP_barrier`).
+//! GCC's pre-4.9 `GOMP_parallel_start` / `GOMP_parallel_end` pair and the
+//! combined `GOMP_parallel_loop_*` entry points: their regions give no beats
+//! (their barriers inside do, when they call `GOMP_barrier`).
 
 use pinlearn_engine::outside::{LEVELS_ENV, OutsideBubbles};
 use pinlearn_engine::preload::{PARENT_ENV, PARTS_ENV, Preload};
@@ -219,6 +223,115 @@ pub unsafe extern "C" fn GOMP_parallel(body: RegionFn, data: *mut c_void, thread
     // SAFETY: region_piece runs body(data) on every team thread; `region`
     // outlives the call, which joins the team before it returns.
     unsafe { real(region_piece, (&raw mut region).cast(), threads, flags) }
+}
+
+/// OMPT's `ompt_data_t`: a word the runtime keeps for the tool.
+#[repr(C)]
+#[derive(Clone, Copy)]
+union OmptData {
+    value: u64,
+    ptr: *mut c_void,
+}
+
+/// OMPT's `ompt_function_lookup_t`: the runtime's entry points by name.
+type OmptLookup = unsafe extern "C" fn(*const std::ffi::c_char) -> Option<unsafe extern "C" fn()>;
+/// OMPT's `ompt_set_callback_t`.
+type OmptSetCallback = unsafe extern "C" fn(c_int, Option<unsafe extern "C" fn()>) -> c_int;
+
+/// OMPT's `ompt_start_tool_result_t`.
+#[repr(C)]
+pub struct OmptStartToolResult {
+    initialize: unsafe extern "C" fn(OmptLookup, c_int, *mut OmptData) -> c_int,
+    finalize: unsafe extern "C" fn(*mut OmptData),
+    tool_data: OmptData,
+}
+
+/// `ompt_callback_sync_region` (OpenMP 5.0 `ompt_callbacks_t`).
+const OMPT_CALLBACK_SYNC_REGION: c_int = 23;
+/// `ompt_scope_end`.
+const OMPT_SCOPE_END: c_int = 2;
+/// The `ompt_sync_region_t` kinds that are barriers: `barrier` (1, older
+/// runtimes), `barrier_implicit` (2), `barrier_explicit` (3),
+/// `barrier_implementation` (4), `barrier_implicit_workshare` (8) and
+/// `barrier_implicit_parallel` (9, the end of a parallel region).
+fn is_barrier(kind: c_int) -> bool {
+    matches!(kind, 1..=4 | 8 | 9)
+}
+
+/// Every barrier a thread of the team passed: one beat.
+unsafe extern "C" fn ompt_sync_region(
+    kind: c_int,
+    endpoint: c_int,
+    _parallel: *mut OmptData,
+    _task: *mut OmptData,
+    _return_address: *const c_void,
+) {
+    if endpoint == OMPT_SCOPE_END && is_barrier(kind) {
+        counted();
+    }
+}
+
+/// Registers [`ompt_sync_region`]; the tool stays active only if the
+/// runtime took it.
+unsafe extern "C" fn ompt_initialize(lookup: OmptLookup, _device: c_int, _data: *mut OmptData) -> c_int {
+    // SAFETY: the runtime's lookup with a NUL-terminated name.
+    let Some(set) = (unsafe { lookup(c"ompt_set_callback".as_ptr()) }) else {
+        return 0;
+    };
+    // SAFETY: `ompt_set_callback` has this type (OpenMP 5.0 §4.6.1.3).
+    let set: OmptSetCallback = unsafe { std::mem::transmute(set) };
+    // SAFETY: ompt_sync_region has the type of ompt_callback_sync_region_t;
+    // the runtime calls it through the generic pointer it asks for.
+    let callback = unsafe {
+        std::mem::transmute::<
+            unsafe extern "C" fn(c_int, c_int, *mut OmptData, *mut OmptData, *const c_void),
+            unsafe extern "C" fn(),
+        >(ompt_sync_region)
+    };
+    // SAFETY: registering a callback that only counts.
+    let took = unsafe { set(OMPT_CALLBACK_SYNC_REGION, Some(callback)) };
+    // ompt_set_error 0, ompt_set_never 1, ompt_set_impossible 2: nothing
+    // will come; sometimes (3, 4) or always (5): keep the tool.
+    c_int::from(took >= 3)
+}
+
+unsafe extern "C" fn ompt_finalize(_data: *mut OmptData) {}
+
+/// The OMPT entry point LLVM's OpenMP runtime (libomp, also Intel's) looks
+/// for at start-up: with `heartbeats` on, this library is its tool and
+/// counts every barrier a team thread passes (the implicit one at the end
+/// of each parallel region included).
+///
+/// # Safety
+/// Called by the OpenMP runtime as OpenMP 5.0 §4.2.1 says.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ompt_start_tool(
+    _omp_version: c_uint,
+    _runtime_version: *const std::ffi::c_char,
+) -> *mut OmptStartToolResult {
+    if !parts().heartbeats {
+        return std::ptr::null_mut();
+    }
+    // The runtime keeps the pointer and may write tool_data: a leaked,
+    // writable allocation, made once.
+    static RESULT: AtomicUsize = AtomicUsize::new(0);
+    let made = RESULT.load(Ordering::Acquire);
+    if made != 0 {
+        return made as *mut OmptStartToolResult;
+    }
+    let result = Box::into_raw(Box::new(OmptStartToolResult {
+        initialize: ompt_initialize,
+        finalize: ompt_finalize,
+        tool_data: OmptData { value: 0 },
+    }));
+    match RESULT.compare_exchange(0, result as usize, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => result,
+        Err(first) => {
+            // SAFETY: ours, never handed out.
+            drop(unsafe { Box::from_raw(result) });
+            first as *mut OmptStartToolResult
+        }
+    }
 }
 
 /// The thread tree of this process, as declared so far.
