@@ -130,6 +130,38 @@ fn preloaded_stencil_beats(compiler: &str) {
 }
 
 #[test]
+fn barriers_inside_one_long_openmp_region_beat() {
+    // One region for the whole run: the beats come from GOMP_barrier
+    // (static loops) and GOMP_loop_end (dynamic loops), not from its end.
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    build_library();
+    let dir = tempfile::tempdir().unwrap();
+    let program = build_program(dir.path(), "omp_inner_loops", &["-fopenmp"]);
+    for schedule in [None, Some("dynamic")] {
+        let summary = dir.path().join("summary.json");
+        let out = pinlearn()
+            .args(["run", "--quiet", "--preload", "heartbeats", "--json"])
+            .arg(&summary)
+            .arg("--")
+            .arg(&program)
+            .args(schedule)
+            .env("OMP_NUM_THREADS", "2")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{schedule:?}: {}", stderr(&out));
+        let measured: Vec<Value> = threads(&summary)
+            .into_iter()
+            .filter(|t| t["periods"].as_u64().unwrap_or(0) >= 3)
+            .collect();
+        assert_eq!(measured.len(), 2, "{schedule:?}: {measured:?}");
+        for thread in &measured {
+            assert_eq!(field(thread, "source"), "heartbeat", "{schedule:?}: {thread}");
+        }
+    }
+}
+
+#[test]
 fn the_thread_creation_tree_becomes_nested_bubbles_kept_whole_on_nodes() {
     let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let Some([first, second]) = first_two_cpus() else {

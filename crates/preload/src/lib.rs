@@ -148,6 +148,19 @@ pub unsafe extern "C" fn pthread_barrier_wait(barrier: *mut libc::pthread_barrie
     passed
 }
 
+/// Calls the real `next` (a libgomp function of no arguments and no
+/// result), then counts a beat.
+///
+/// # Safety
+/// `next` names such a function, and the program called it.
+unsafe fn call_then_count(next: &Next) {
+    // SAFETY: the real function, whose type the caller vouches for.
+    let real: GompVoid = unsafe { std::mem::transmute(next.address()) };
+    // SAFETY: the program's own call, passed on.
+    unsafe { real() };
+    counted();
+}
+
 /// `GOMP_barrier` (an explicit `#pragma omp barrier`, and the end of a
 /// statically scheduled loop), counted once passed.
 ///
@@ -155,11 +168,8 @@ pub unsafe extern "C" fn pthread_barrier_wait(barrier: *mut libc::pthread_barrie
 /// As the real function: called by a thread of an OpenMP team.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_barrier() {
-    // SAFETY: the real GOMP_barrier, whose type this is.
-    let real: GompVoid = unsafe { std::mem::transmute(GOMP_BARRIER.address()) };
-    // SAFETY: the program's own call, passed on.
-    unsafe { real() };
-    counted();
+    // SAFETY: the program's own call to a libgomp function of no arguments.
+    unsafe { call_then_count(&GOMP_BARRIER) };
 }
 
 /// `GOMP_loop_end` (the end of a dynamically scheduled loop, with its
@@ -169,11 +179,8 @@ pub unsafe extern "C" fn GOMP_barrier() {
 /// As the real function.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_loop_end() {
-    // SAFETY: the real GOMP_loop_end, whose type this is.
-    let real: GompVoid = unsafe { std::mem::transmute(GOMP_LOOP_END.address()) };
-    // SAFETY: the program's own call, passed on.
-    unsafe { real() };
-    counted();
+    // SAFETY: the program's own call to a libgomp function of no arguments.
+    unsafe { call_then_count(&GOMP_LOOP_END) };
 }
 
 /// `GOMP_loop_end_nowait` (a loop's end without its barrier), counted.
@@ -182,11 +189,8 @@ pub unsafe extern "C" fn GOMP_loop_end() {
 /// As the real function.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_loop_end_nowait() {
-    // SAFETY: the real GOMP_loop_end_nowait, whose type this is.
-    let real: GompVoid = unsafe { std::mem::transmute(GOMP_LOOP_END_NOWAIT.address()) };
-    // SAFETY: the program's own call, passed on.
-    unsafe { real() };
-    counted();
+    // SAFETY: the program's own call to a libgomp function of no arguments.
+    unsafe { call_then_count(&GOMP_LOOP_END_NOWAIT) };
 }
 
 /// The body of a parallel region and its argument, for the team threads.
