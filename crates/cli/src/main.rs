@@ -30,6 +30,7 @@ mod work;
 use args::{Cli, Command, CommonArgs};
 use clap::Parser;
 use failure::Failure;
+use pinlearn_engine::preload::Preload;
 use pinlearn_engine::{EngineError, Request, Session, Settings, Summary};
 use std::process::ExitCode;
 
@@ -55,29 +56,18 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                     "run --json -: the program writes to stdout too; give a file, e.g. --json summary.json".into(),
                 ));
             }
-            let mut session = prepare(
+            let session = prepare(
                 &run.common,
                 &pinlearn_engine::live::get_affinity(0)
                     .map_err(|e| EngineError::io("cannot read pinlearn's affinity", e))?,
+                run.preload,
             )?;
             let (program, args) = run.command.split_first().expect("clap requires a command");
             let mut command = std::process::Command::new(program);
             command.args(args);
             if let Some(preload) = &run.preload {
-                if preload.threads && session.declared.is_none() {
-                    return Err(Failure::BadInput(
-                        "--preload threads declares the program's thread tree as bubbles: use it with \
-                         --policy bubbles or bubbles+learn, without a --bubbles file"
-                            .into(),
-                    ));
-                }
                 let pinlearn = std::env::current_exe()
                     .map_err(|e| EngineError::io("cannot find the pinlearn binary beside its preload library", e))?;
-                if preload.heartbeats && session.settings.metric == pinlearn_engine::Metric::Auto {
-                    // The beats the library gives are the progress to learn from
-                    // (threads that do not beat are scored by their samples).
-                    session.metric = pinlearn_engine::Metric::Heartbeat;
-                }
                 preload.apply(&mut command, &pinlearn_engine::preload::library(&pinlearn)?);
             }
             note(&run.common, &session);
@@ -89,7 +79,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             pinlearn_engine::supervise::check_attachable(attach.pid)?;
             let allowed = pinlearn_engine::live::get_affinity(attach.pid)
                 .map_err(|e| EngineError::bad_input(format!("cannot read the affinity of PID {}: {e}", attach.pid)))?;
-            let session = prepare(&attach.common, &allowed)?;
+            let session = prepare(&attach.common, &allowed, None)?;
             note(&attach.common, &session);
             let summary = pinlearn_engine::supervise::attach(&session, attach.pid, attach.duration)?;
             print_summary(&attach.common, &summary)?;
@@ -221,12 +211,23 @@ pub fn settings(common: &CommonArgs) -> Result<Settings, EngineError> {
     Ok(settings)
 }
 
-fn prepare(common: &CommonArgs, allowed: &pinlearn_topology::CpuSet) -> Result<Session, EngineError> {
+/// The checked plan for `run` (with its `--preload`, if any) or `attach`.
+fn prepare(
+    common: &CommonArgs,
+    allowed: &pinlearn_topology::CpuSet,
+    preload: Option<Preload>,
+) -> Result<Session, EngineError> {
     if let Some(output) = &common.json {
         output.check_writable().map_err(EngineError::bad_input)?;
     }
+    let mut settings = settings(common)?;
+    if preload.is_some_and(|p| p.heartbeats) && settings.metric == pinlearn_engine::Metric::Auto {
+        // The beats the library gives are the progress to learn from
+        // (threads that do not beat are scored by their samples).
+        settings.metric = pinlearn_engine::Metric::Heartbeat;
+    }
     let request = Request {
-        settings: settings(common)?,
+        settings,
         cpus: common.cpus.clone(),
         trace: common.trace.clone(),
         bubbles: common.bubbles.clone(),
@@ -243,7 +244,14 @@ fn prepare(common: &CommonArgs, allowed: &pinlearn_topology::CpuSet) -> Result<S
             map.difference(allowed)
         )));
     }
-    Session::prepare(&request, allowed, &common.topology()?)
+    let session = Session::prepare(&request, allowed, &common.topology()?)?;
+    if preload.is_some_and(|p| p.threads) && session.declared.is_none() {
+        return Err(EngineError::bad_input(
+            "--preload threads declares the program's thread tree as bubbles: use it with \
+             --policy bubbles or bubbles+learn, without a --bubbles file",
+        ));
+    }
+    Ok(session)
 }
 
 fn note(common: &CommonArgs, session: &Session) {
