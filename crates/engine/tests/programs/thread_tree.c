@@ -1,10 +1,9 @@
 /* An unmodified program that starts a tree of threads: the main thread
  * starts FAMILIES workers ("fam-0", "fam-1", ...), each worker starts two
  * leaves ("fam-0a", "fam-0b", ...) and waits for them in join; the leaves
- * compute for SECONDS seconds, BUSY_PERCENT of each round (they sleep the
- * rest). The two leaves of a family meet at a pthread barrier twice a
- * round, so a preloaded library can count it.
- * Usage: thread_tree [FAMILIES [SECONDS [BUSY_PERCENT]]]; prints the rounds. */
+ * compute for SECONDS seconds. The two leaves of a family meet at a pthread
+ * barrier twice a round, so a preloaded library can count it.
+ * Usage: thread_tree [FAMILIES [SECONDS]]; prints the rounds. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -12,8 +11,6 @@
 #include <time.h>
 
 static double seconds = 2.0;
-/* Share of each round a leaf computes; the rest it sleeps. */
-static int busy_percent = 100;
 
 struct family {
     int index;
@@ -42,14 +39,7 @@ static void *leaf_main(void *arg) {
     volatile double x = 1.0;
     long rounds = 0;
     for (;;) {
-        double round_start = now();
         for (int i = 0; i < 200000; i++) x = x * 1.0000001 + 1e-9;
-        if (busy_percent < 100) {
-            double busy = now() - round_start;
-            double idle = busy * (100 - busy_percent) / busy_percent;
-            struct timespec ts = {(time_t)idle, (long)((idle - (time_t)idle) * 1e9)};
-            nanosleep(&ts, NULL);
-        }
         /* One leaf decides for both whether to go on, between two barriers. */
         if (pthread_barrier_wait(&leaf->family->round) == PTHREAD_BARRIER_SERIAL_THREAD)
             leaf->family->stop = now() >= end;
@@ -81,9 +71,8 @@ static void *family_main(void *arg) {
 int main(int argc, char **argv) {
     int families = argc > 1 ? atoi(argv[1]) : 2;
     seconds = argc > 2 ? atof(argv[2]) : 2.0;
-    busy_percent = argc > 3 ? atoi(argv[3]) : 100;
-    if (families < 1 || families > 64 || !(seconds > 0) || busy_percent < 1 || busy_percent > 100) {
-        fprintf(stderr, "usage: thread_tree [FAMILIES (1..64) [SECONDS > 0 [BUSY_PERCENT (1..100)]]]\n");
+    if (families < 1 || families > 64 || !(seconds > 0)) {
+        fprintf(stderr, "usage: thread_tree [FAMILIES (1..64) [SECONDS > 0]]\n");
         return 2;
     }
     struct family *all = calloc(families, sizeof *all);
