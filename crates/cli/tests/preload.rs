@@ -118,7 +118,13 @@ fn preloaded_stencil_beats(compiler: &str) {
         .collect();
     assert_eq!(measured.len(), 2, "both OpenMP threads were measured: {measured:?}");
     for thread in &measured {
-        assert_eq!(field(thread, "source"), "heartbeat", "{thread}");
+        assert_eq!(
+            field(thread, "source"),
+            "heartbeat",
+            "{thread}\nchannel dir: {:?}\nstderr: {}",
+            std::fs::read_dir(&channels).map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>()),
+            stderr(&out)
+        );
     }
     // The channel went with the program.
     let left: Vec<_> = std::fs::read_dir(&channels)
