@@ -358,3 +358,94 @@ fn status_shows_where_the_bubbles_of_a_supervised_program_are_while_it_runs() {
     );
     drop(heat);
 }
+
+#[test]
+fn bubbles_and_learning_move_a_bubble_off_a_node_another_program_loads() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    // One worker thread in a bubble of its own, the two CPUs seen as two
+    // nodes, another session's busy loop on the second. The spread puts the
+    // program's main thread on the first node and the bubble on the second
+    // (it cannot see the loop); once the main thread is seen blocked in
+    // join, a NUMA tick (every 1 s here) of bubbles+learn moves the bubble
+    // to the first node, and the next keeps it there (it runs faster). The
+    // nodes are groups of CPUs of one memory node: no memory stays behind,
+    // so `remote_cost = 1`.
+    let Some([first, second]) = first_two_cpus() else {
+        return;
+    };
+    let _hog = Guard(
+        pinlearn()
+            .args(["load", "--setsid", "--cpus", &second])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start the hog"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    // Placed after the main thread (priority -1), so on the second node.
+    std::fs::write(
+        &rules,
+        "[[bubble]]\nname = \"worker\"\nthreads = \"^blackscholes-0$\"\npriority = -1\n",
+    )
+    .unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "remote_cost = 1.0\n[learn.guard]\nenabled = false\n[learn.numa]\nperiod_s = 1.0\n[learn.crowd]\nforget_s = 2.0\n",
+    )
+    .unwrap();
+    let trace = dir.path().join("trace.csv");
+    let exe = env!("CARGO_BIN_EXE_pinlearn");
+    let out = run(&[
+        "run",
+        "--quiet",
+        "--policy",
+        "bubbles+learn",
+        "--bubbles",
+        rules.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--topology",
+        "node:2 core:1 pu:1",
+        "--topology-map",
+        &format!("{first},{second}"),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        exe,
+        "work",
+        "blackscholes",
+        "--threads",
+        "1",
+        "--runs",
+        "2000",
+        "--no-heartbeats",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let mut reader = csv::Reader::from_path(&trace).expect("trace");
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (time, name, place) = (col("time_s"), col("name"), col("place"));
+    let rows: Vec<(f64, String)> = reader
+        .records()
+        .map(|r| r.unwrap())
+        .filter(|r| r[name] == *"blackscholes-0")
+        .map(|r| (r[time].parse().unwrap(), r[place].to_string()))
+        .collect();
+    assert!(
+        rows.iter().any(|(t, p)| *t < 1.0 && *p == second),
+        "the spread put the bubble on the loaded node first: {rows:?}"
+    );
+    // A tick moves the bubble once the first node looks idle: at once, or
+    // once a load measured there while the threads started (the main
+    // thread beside the worker) is forgotten (`forget_s`, 2 s); the next
+    // tick keeps it there.
+    let late: Vec<&String> = rows.iter().filter(|(t, _)| *t >= 4.5).map(|(_, p)| p).collect();
+    assert!(late.len() >= 10, "the worker ran too short to see: {rows:?}");
+    assert!(
+        late.iter().all(|p| **p == first),
+        "moved to the idle node and kept there: {rows:?}"
+    );
+}

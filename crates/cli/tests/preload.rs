@@ -162,7 +162,12 @@ fn barriers_inside_one_long_openmp_region_beat() {
             .collect();
         assert_eq!(measured.len(), 2, "{schedule:?}: {measured:?}");
         for thread in &measured {
-            assert_eq!(field(thread, "source"), "heartbeat", "{schedule:?}: {thread}");
+            assert_eq!(
+                field(thread, "source"),
+                "heartbeat",
+                "{schedule:?}: {thread}\nstderr: {}",
+                stderr(&out)
+            );
         }
     }
 }

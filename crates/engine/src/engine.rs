@@ -48,7 +48,10 @@ pub struct ThreadSummary {
     pub last_place: String,
     /// Share of its periods the thread spent on each place, largest first.
     pub time_on: Vec<PlaceShare>,
-    /// The metric that scored it last (`useful`, `cpu`, `heartbeat`, ...).
+    /// The metric that scored most of its periods (`useful`, `cpu`,
+    /// `heartbeat`, ...; the latest of those that tie). Not the last
+    /// period's: a program whose heartbeat channel goes at exit while its
+    /// threads still run has them scored by their run shares then.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<&'static str>,
     /// Mean share of its CPU-clock samples in waiting code (sampled threads).
@@ -121,7 +124,8 @@ struct ThreadRecord {
     periods_on: BTreeMap<Option<usize>, u64>,
     /// Not seen in the last period.
     ended: bool,
-    source: Option<&'static str>,
+    /// Periods scored by each source, in the order first seen.
+    sources: Vec<(&'static str, u64)>,
     waiting: Running,
     /// Its bubble's name (`--bubbles`), for summaries.
     bubble: Option<String>,
@@ -155,11 +159,14 @@ pub struct Engine {
     memory_bound: BTreeMap<u32, usize>,
     memory_moves: u64,
     /// `--bubbles` rules and each live thread's bubble: (bubble, periods
-    /// classified, so a name that settles late is matched again, thread id).
+    /// classified, so a name that settles late is matched again, thread
+    /// id, process id).
     bubbles: Option<BubbleRules>,
-    bubble_of_key: BTreeMap<ThreadKey, (Option<usize>, u32, u32)>,
-    /// The bubble of every sample of this period, for the policy.
+    bubble_of_key: BTreeMap<ThreadKey, (Option<usize>, u32, u32, u32)>,
+    /// The bubble and the process of every sample of this period, for
+    /// the policy.
     bubble_of: Vec<Option<usize>>,
+    process_of: Vec<u32>,
     /// The load the program declared for every sample of this period
     /// (empty when it declared none).
     load_of: Vec<Option<f64>>,
@@ -200,6 +207,7 @@ impl Engine {
             bubbles: None,
             bubble_of_key: BTreeMap::new(),
             bubble_of: Vec::new(),
+            process_of: Vec::new(),
             load_of: Vec::new(),
             declared: None,
             declared_seen: 0,
@@ -228,9 +236,10 @@ impl Engine {
         &self.notes
     }
 
-    /// Fills `bubble_of` and `load_of` for this period's samples.
+    /// Fills `bubble_of`, `process_of` and `load_of` for this period's samples.
     fn classify(&mut self, target: &dyn Target) {
         self.bubble_of.clear();
+        self.process_of.clear();
         self.load_of.clear();
         if let Some(snapshot) = self
             .declared
@@ -250,14 +259,16 @@ impl Engine {
             .retain(|key, _| samples.binary_search_by_key(key, |s| s.key).is_ok());
         let loads = rules.has_thread_loads();
         for sample in samples {
-            let entry = self.bubble_of_key.entry(sample.key).or_insert((None, 0, 0));
+            let entry = self.bubble_of_key.entry(sample.key).or_insert((None, 0, 0, 0));
             if entry.1 < CLASSIFY_PERIODS {
                 let who = target.info(sample.key);
                 entry.0 = rules.classify(&who);
                 entry.1 += 1;
                 entry.2 = who.tid;
+                entry.3 = who.pid;
             }
             self.bubble_of.push(entry.0);
+            self.process_of.push(entry.3);
             if loads {
                 self.load_of.push(rules.thread_load(entry.2));
             }
@@ -324,6 +335,7 @@ impl Engine {
                 of: &self.bubble_of,
                 loads: &self.load_of,
                 shakes: self.shakes,
+                processes: &self.process_of,
             }),
         };
         let decision = self.policy.decide(&input);
@@ -347,7 +359,7 @@ impl Engine {
                 place: target.initial_place(sample.key),
                 periods_on: BTreeMap::new(),
                 ended: false,
-                source: None,
+                sources: Vec::new(),
                 waiting: Running::default(),
                 bubble: None,
             });
@@ -368,7 +380,10 @@ impl Engine {
             }
             let scoring = target.scoring(sample.key);
             if let Some(scoring) = scoring {
-                record.source = Some(scoring.source);
+                match record.sources.iter_mut().find(|(source, _)| *source == scoring.source) {
+                    Some((_, periods)) => *periods += 1,
+                    None => record.sources.push((scoring.source, 1)),
+                }
                 if let Some(waiting) = scoring.waiting_share {
                     record.waiting.add(waiting);
                 }
@@ -569,7 +584,11 @@ impl Engine {
                 periods: r.periods,
                 mean_speed: r.speed.mean(),
                 mean_utility: r.utility.mean(),
-                source: r.source,
+                source: r
+                    .sources
+                    .iter()
+                    .max_by_key(|(_, periods)| *periods)
+                    .map(|(source, _)| *source),
                 waiting_share: r.waiting.mean(),
                 bubble: r.bubble.clone(),
                 repins: r.repins,
@@ -652,6 +671,63 @@ mod tests {
 
     fn places() -> Places {
         Places::new(&Topology::from_synthetic("node:1 core:2 pu:1").expect("synthetic"))
+    }
+
+    /// One thread scored by `source` (changed between steps).
+    struct ScoredTarget {
+        source: &'static str,
+    }
+
+    impl Target for ScoredTarget {
+        fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
+            samples.push(ThreadSample {
+                key: 1,
+                speed: Some(1.0),
+                share: Some(1.0),
+            });
+            Ok(())
+        }
+        fn place(&mut self, _key: ThreadKey, _place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {
+            Ok(true)
+        }
+        fn info(&self, key: ThreadKey) -> ThreadInfo {
+            ThreadInfo {
+                pid: 1,
+                tid: key as u32,
+                name: format!("t{key}"),
+                ppid: 0,
+            }
+        }
+        fn initial_place(&self, _key: ThreadKey) -> Option<usize> {
+            None
+        }
+        fn scoring(&self, _key: ThreadKey) -> Option<crate::target::Scoring> {
+            Some(crate::target::Scoring {
+                source: self.source,
+                waiting_share: None,
+            })
+        }
+    }
+
+    #[test]
+    fn a_thread_s_source_is_the_one_that_scored_most_of_its_periods() {
+        // Heartbeats for five periods, then run shares for the last two
+        // (its program's channel went at exit while the thread still ran).
+        let places = places();
+        let mut engine = Engine::new(Box::new(OsPolicy::new(places.layout.clone())), places, 1, None);
+        let mut target = ScoredTarget { source: "heartbeat" };
+        for period in 0..7u64 {
+            if period == 5 {
+                target.source = "useful";
+            }
+            engine.step(&mut target, period as f64).expect("step");
+        }
+        assert_eq!(engine.thread_summaries()[0].source, Some("heartbeat"));
+        // Ties go to the latest.
+        for period in 7..10u64 {
+            engine.step(&mut target, period as f64).expect("step");
+        }
+        assert_eq!(engine.thread_summaries()[0].source, Some("useful"));
     }
 
     #[test]

@@ -165,7 +165,13 @@ impl Session {
             PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),
             PolicyChoice::Os => Box::new(OsPolicy::new(layout)),
             PolicyChoice::Bubbles => Box::new(self.settings.bubbles_policy(places, false)),
-            PolicyChoice::BubblesLearn => Box::new(self.settings.bubbles_policy(places, true)),
+            // A moved bubble's memory follows only where memory binding
+            // moves pages (real memory nodes).
+            PolicyChoice::BubblesLearn => Box::new(
+                self.settings
+                    .bubbles_policy(places, true)
+                    .with_memory_following(self.memory_nodes.is_some()),
+            ),
         }
     }
 

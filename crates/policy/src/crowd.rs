@@ -100,6 +100,16 @@ pub struct Crowd {
 }
 
 impl Crowd {
+    /// The others' weight believed on core place `place` at `now_s`: the
+    /// last measured while the program holds it (`held`), else for
+    /// `cfg.forget_s` after it was measured, then 0 (assumed idle).
+    pub fn others_on(&self, place: usize, now_s: f64, cfg: &CrowdConfig, held: bool) -> f64 {
+        match self.others.get(place).copied().flatten() {
+            Some((others, at)) if held || now_s - at < cfg.forget_s => others,
+            _ => 0.0,
+        }
+    }
+
     /// The new place of every occupant (aligned with `occupants`), at time
     /// `now_s`; an occupant moves only to a core of `areas[occupant.area]`.
     pub fn moves(
@@ -133,10 +143,7 @@ impl Crowd {
         // its threads was, the last known); an empty one's are believed for
         // `forget_s`.
         let others: Vec<f64> = (0..places)
-            .map(|place| match self.others[place] {
-                Some((others, at)) if crowd[place] > 0 || now_s - at < cfg.forget_s => others,
-                _ => 0.0,
-            })
+            .map(|place| self.others_on(place, now_s, cfg, crowd[place] > 0))
             .collect();
 
         // The measured threads with their shares, most crowded first (key

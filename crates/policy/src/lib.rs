@@ -35,7 +35,7 @@ pub use aspiration::{
     move_intent,
 };
 pub use bubbles::{
-    Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, DEFAULT_REMOTE_COST, Member, QUIET_PERIODS,
+    BAR_TICKS, Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, DEFAULT_REMOTE_COST, Member, QUIET_PERIODS,
     REGENERATE_PERIODS, spread,
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Moves, Start};
@@ -120,6 +120,10 @@ pub struct BubbleInput<'a> {
     /// Shakes asked for so far (a program's `shake`): a new count means
     /// spread everything afresh, ignoring where threads are.
     pub shakes: u64,
+    /// Aligned with [`PeriodInput::threads`] (or empty: unknown): the
+    /// process of each thread. A bubble holding every thread of its
+    /// processes takes their memory along when memory binding moves it.
+    pub processes: &'a [u32],
 }
 
 impl<'a> PeriodInput<'a> {

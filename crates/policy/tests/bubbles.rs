@@ -4,8 +4,9 @@
 //! random trees and bubbles.
 
 use pinlearn_policy::{
-    BubbleError, BubbleInput, BubbleSet, BubbleSpec, BubblesPolicy, CrowdConfig, DEFAULT_REMOTE_COST, GuardConfig,
-    Layout, Member, PeriodInput, PlaceKind, PlaceTree, Policy, QUIET_PERIODS, REGENERATE_PERIODS, ThreadSample, spread,
+    BAR_TICKS, BubbleError, BubbleInput, BubbleSet, BubbleSpec, BubblesPolicy, CrowdConfig, DEFAULT_REMOTE_COST,
+    GuardConfig, Layout, Member, PeriodInput, PlaceKind, PlaceTree, Policy, QUIET_PERIODS, REGENERATE_PERIODS,
+    ThreadSample, spread,
 };
 use proptest::prelude::*;
 use std::ops::Range;
@@ -347,6 +348,7 @@ fn the_policy_regenerates_once_a_group_blocks() {
                 of: &of,
                 loads: &[],
                 shakes: 0,
+                processes: &[],
             },
         ))
     };
@@ -628,6 +630,7 @@ fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
             of: &[Some(0), Some(0)],
             loads: &[],
             shakes: 0,
+            processes: &[],
         },
     ));
     assert!(
@@ -720,6 +723,7 @@ fn a_shake_spreads_afresh_as_if_nothing_were_placed() {
                     of: &of,
                     loads: &[],
                     shakes,
+                    processes: &[],
                 }),
                 ..PeriodInput::of(period, period as f64 * 0.05, &threads)
             })
@@ -777,6 +781,7 @@ fn bubbles_and_learning_move_a_thread_off_a_loaded_core_inside_its_bubble_s_node
                             of: &of,
                             loads: &[],
                             shakes: 0,
+                            processes: &[],
                         },
                     ))
                     .place
@@ -823,6 +828,7 @@ fn a_thread_declared_to_weigh_nothing_stays_high_and_a_change_respreads_at_once(
                 of: &of,
                 loads,
                 shakes: 0,
+                processes: &[],
             },
         ))
     };
@@ -874,4 +880,177 @@ fn bubbles_whose_threads_are_spread_over_nodes_are_placed_apart_when_gathered() 
     assert_eq!(node(0), node(1), "top gathered: {places:?}");
     assert_eq!(node(2), node(3), "bottom gathered: {places:?}");
     assert_ne!(node(0), node(2), "the bubbles on different nodes: {places:?}");
+}
+
+/// `bubbles+learn` on two nodes of `cores` cores, another program loading
+/// every core of node 0 (a thread there runs half the time). Threads 1, 2,
+/// ... (`of`: their bubbles in `names`, `processes`: their processes);
+/// threads 1 and 2 are bubble `a`, spread on node 0, and run at
+/// `speed_on_1` on node 1 (below 0.5: their memory stayed behind and costs
+/// more than the CPU they gained); the others run at full speed anywhere.
+/// A NUMA tick every 4 periods; returns the node of threads 1 and 2 after
+/// every period, and the bubble moves made and undone.
+fn numa_run_on(
+    cores: usize,
+    names: &[&str],
+    of: &[Option<usize>],
+    processes: &[u32],
+    memory_follows: bool,
+    speed_on_1: f64,
+    periods: u64,
+) -> (Vec<[Option<usize>; 2]>, (u64, u64)) {
+    let (layout, tree, ranges) = machine(2, cores, &[]);
+    let no_guard = GuardConfig {
+        enabled: false,
+        ..GuardConfig::default()
+    };
+    let mut policy = BubblesPolicy::with_learning(layout.clone(), tree, no_guard, CrowdConfig::default())
+        .with_memory_following(memory_follows);
+    let set = bubbles(&names.iter().map(|&name| (name, None)).collect::<Vec<_>>());
+    let keys: Vec<u64> = (1..=of.len() as u64).collect();
+    let mut places: Vec<Option<usize>> = vec![None; keys.len()];
+    let mut history = Vec::new();
+    for period in 0..periods {
+        let threads: Vec<ThreadSample> = keys
+            .iter()
+            .zip(&places)
+            .map(|(&key, place)| {
+                let node = place.and_then(|p| node_of(&layout, &ranges, p));
+                let (speed, share) = match (key, node) {
+                    (_, None) => (None, None),
+                    (1 | 2, Some(0)) => (Some(0.5), Some(0.5)),
+                    (1 | 2, Some(_)) => (Some(speed_on_1), Some(1.0)),
+                    (_, Some(_)) => (Some(1.0), Some(1.0)),
+                };
+                ThreadSample { key, speed, share }
+            })
+            .collect();
+        let input = PeriodInput {
+            numa_tick: period % 4 == 3,
+            ..with_bubbles(
+                period,
+                period as f64 * 0.05,
+                &threads,
+                BubbleInput {
+                    set: &set,
+                    of,
+                    loads: &[],
+                    shakes: 0,
+                    processes,
+                },
+            )
+        };
+        let decision = policy.decide(&input);
+        places = decision.place.iter().map(|&p| Some(p)).collect();
+        assert!(
+            decision.place.iter().all(|&p| layout.is_core(p)),
+            "{:?}",
+            decision.place
+        );
+        history.push([0, 1].map(|i| node_of(&layout, &ranges, decision.place[i])));
+    }
+    (history, policy.bubble_moves())
+}
+
+/// [`numa_run_on`] with two cores per node, bubble `a` a process of its
+/// own and, with `b_on_node_1`, bubble `b` (another process) on node 1.
+fn numa_run(
+    memory_follows: bool,
+    b_on_node_1: bool,
+    speed_on_1: f64,
+    periods: u64,
+) -> (Vec<[Option<usize>; 2]>, (u64, u64)) {
+    if b_on_node_1 {
+        let of = [Some(0), Some(0), Some(1), Some(1)];
+        numa_run_on(
+            2,
+            &["a", "b"],
+            &of,
+            &[10, 10, 20, 20],
+            memory_follows,
+            speed_on_1,
+            periods,
+        )
+    } else {
+        numa_run_on(
+            2,
+            &["a"],
+            &[Some(0), Some(0)],
+            &[10, 10],
+            memory_follows,
+            speed_on_1,
+            periods,
+        )
+    }
+}
+
+#[test]
+fn the_numa_level_moves_a_whole_bubble_off_a_loaded_node_and_keeps_it_where_it_runs_faster() {
+    let (history, moves) = numa_run(true, false, 1.0, 40);
+    assert_eq!(
+        history[0],
+        [Some(0), Some(0)],
+        "the spread keeps the bubble whole on node 0"
+    );
+    // The first tick (period 3) has measured node 0: both threads move at once.
+    assert_eq!(history[2], [Some(0), Some(0)], "{history:?}");
+    assert_eq!(history[3], [Some(1), Some(1)], "{history:?}");
+    assert!(
+        history[3..].iter().all(|n| *n == [Some(1), Some(1)]),
+        "kept: {history:?}"
+    );
+    assert_eq!(moves, (1, 0));
+}
+
+#[test]
+fn a_bubble_that_runs_slower_on_the_new_node_goes_back_and_leaves_that_node_alone() {
+    // Memory said to follow, but the threads run at 0.3 there (it did not).
+    let (history, moves) = numa_run(true, false, 0.3, 4 * (BAR_TICKS + 3));
+    assert_eq!(history[3], [Some(1), Some(1)], "tried: {history:?}");
+    // Judged at the next tick (period 7) and moved back.
+    assert_eq!(history[7], [Some(0), Some(0)], "undone: {history:?}");
+    // Barred for BAR_TICKS ticks (4 periods each), then tried again, and
+    // undone again.
+    let barred = 7 + 4 * BAR_TICKS as usize;
+    assert!(
+        history[7..barred].iter().all(|n| *n == [Some(0), Some(0)]),
+        "barred: {history:?}"
+    );
+    assert_eq!(history[barred], [Some(1), Some(1)], "tried again: {history:?}");
+    assert_eq!(moves, (2, 2));
+}
+
+#[test]
+fn a_bubble_stays_where_its_memory_would_be_left_behind_for_less_than_the_remote_cost() {
+    // Node 1 promises twice the share; without its memory a thread there
+    // runs up to remote_cost (2 by default) slower: not worth a trial.
+    let (history, moves) = numa_run(false, false, 1.0, 40);
+    assert!(history.iter().all(|n| *n == [Some(0), Some(0)]), "{history:?}");
+    assert_eq!(moves, (0, 0));
+}
+
+#[test]
+fn a_bubble_does_not_move_onto_a_node_the_program_already_fills() {
+    // Node 1 holds bubble b on both its cores: a's threads would share them
+    // (a half each, no more than on node 0) and cost b its CPU.
+    let (history, moves) = numa_run(true, true, 1.0, 40);
+    assert!(history.iter().all(|n| *n == [Some(0), Some(0)]), "{history:?}");
+    assert_eq!(moves, (0, 0));
+}
+
+#[test]
+fn a_bubble_inside_a_larger_process_leaves_its_memory_behind_and_stays() {
+    // Three cores per node: bubble a (threads 1 and 2) on node 0, thread 3
+    // (no bubble) on node 1, which keeps two cores free. Memory binding is
+    // on. As a process of its own, a moves to node 1 with its memory; as
+    // two of the three threads of one process, its memory would stay (the
+    // process's follows most of its threads), the move would cost the
+    // remote cost (2 by default), and a stays.
+    let of = [Some(0), Some(0), None];
+    let (history, moves) = numa_run_on(3, &["a"], &of, &[10, 10, 20], true, 1.0, 40);
+    assert_eq!(history[3], [Some(1), Some(1)], "a whole process moves: {history:?}");
+    assert_eq!(moves, (1, 0));
+    let (history, moves) = numa_run_on(3, &["a"], &of, &[10, 10, 10], true, 1.0, 40);
+    assert!(history.iter().all(|n| *n == [Some(0), Some(0)]), "{history:?}");
+    assert_eq!(moves, (0, 0));
 }

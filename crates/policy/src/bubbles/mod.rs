@@ -46,8 +46,10 @@
 //! happened on Linux's nodes and the bubbles then pulled the threads away
 //! from their memory). Linux's windows are the probes.
 
+mod numa;
 mod spread;
 
+pub use numa::BAR_TICKS;
 pub use spread::{Member, spread};
 
 use crate::crowd::{Crowd, CrowdConfig, Occupant};
@@ -290,6 +292,10 @@ struct Tracked {
     /// was given that core this period (its share was measured elsewhere).
     core: Option<usize>,
     moved: bool,
+    /// `bubbles+learn`: what it measured since the last NUMA tick.
+    sums: numa::Sums,
+    /// Its process, where the engine says.
+    process: Option<u32>,
 }
 
 impl Tracked {
@@ -342,6 +348,12 @@ struct Learning {
     /// The last period was Linux's: the shares measured there are not of
     /// the threads' cores.
     after_os: bool,
+    /// The NUMA level (numa.rs), and a tick that fell in Linux's window.
+    numa: numa::NumaLevel,
+    numa_pending: bool,
+    /// Memory binding moves a process's memory where most of its threads
+    /// are: a bubble holding whole processes takes their memory along.
+    memory_follows: bool,
 }
 
 impl BubblesPolicy {
@@ -401,8 +413,31 @@ impl BubblesPolicy {
             blind_waiting,
             spinning: false,
             after_os: false,
+            numa: numa::NumaLevel::default(),
+            numa_pending: false,
+            memory_follows: false,
         });
         policy
+    }
+
+    /// `bubbles+learn`: whether memory binding moves a process's memory to
+    /// the node holding most of its threads, so that a bubble holding every
+    /// thread of its processes takes their memory along to another node.
+    /// Other bubbles leave theirs behind: the NUMA level moves them only
+    /// where they are promised `remote_cost` times the CPU they have.
+    pub fn with_memory_following(mut self, follows: bool) -> Self {
+        if let Some(learning) = self.learning.as_mut() {
+            learning.memory_follows = follows;
+        }
+        self
+    }
+
+    /// `bubbles+learn`: whole bubbles moved between nodes by the NUMA level,
+    /// and how many of those moves were undone (the bubble ran slower).
+    pub fn bubble_moves(&self) -> (u64, u64) {
+        self.learning
+            .as_ref()
+            .map_or((0, 0), |learning| (learning.numa.moves, learning.numa.undone))
     }
 
     /// Spreads done because loads changed (not counting those for threads
@@ -420,11 +455,18 @@ impl BubblesPolicy {
     /// when a thread appeared, ended or changed bubble, or the set changed.
     fn reconcile(&mut self, input: &PeriodInput<'_>) -> bool {
         let empty = BubbleSet::default();
-        let BubbleInput { set, of, loads, shakes } = input.bubbles.unwrap_or(BubbleInput {
+        let BubbleInput {
+            set,
+            of,
+            loads,
+            shakes,
+            processes,
+        } = input.bubbles.unwrap_or(BubbleInput {
             set: &empty,
             of: &[],
             loads: &[],
             shakes: self.shakes,
+            processes: &[],
         });
         let mut changed = false;
         if shakes != self.shakes {
@@ -450,12 +492,14 @@ impl BubblesPolicy {
                 .flatten()
                 .filter(|load| load.is_finite() && *load >= 0.0);
             let measured = sanitise_speed(sample.speed).is_some();
+            let process = processes.get(i).copied();
             let tracked = match previous.next_if(|t| t.key == sample.key) {
                 Some(mut tracked) => {
                     changed |= tracked.bubble != bubble || tracked.declared != declared;
                     tracked.bubble = bubble;
                     tracked.declared = declared;
                     tracked.quiet = if measured { 0 } else { tracked.quiet.saturating_add(1) };
+                    tracked.process = process;
                     tracked
                 }
                 None => {
@@ -469,6 +513,8 @@ impl BubblesPolicy {
                         place: None,
                         core: None,
                         moved: false,
+                        sums: numa::Sums::default(),
+                        process,
                     }
                 }
             };
@@ -505,22 +551,12 @@ impl BubblesPolicy {
 /// thread's place: moving between nodes leaves memory behind. A thread the
 /// spread left above the nodes keeps that place as its area.
 fn areas(tree: &PlaceTree, cores_in: &[Vec<usize>], threads: &[Tracked], whole: usize) -> Vec<usize> {
-    let lowest_common = |a: usize, b: usize| {
-        let mut at = Some(a);
-        while let Some(place) = at {
-            if tree.is_within(b, place) {
-                return place;
-            }
-            at = tree.parent(place);
-        }
-        tree.root()
-    };
     let mut held: HashMap<usize, usize> = HashMap::new();
     for thread in threads {
         if let Some(bubble) = thread.bubble {
             let place = thread.place.unwrap_or(whole);
             held.entry(bubble)
-                .and_modify(|lca| *lca = lowest_common(*lca, place))
+                .and_modify(|lca| *lca = lowest_common(tree, *lca, place))
                 .or_insert(place);
         }
     }
@@ -541,6 +577,18 @@ fn areas(tree: &PlaceTree, cores_in: &[Vec<usize>], threads: &[Tracked], whole: 
             }
         })
         .collect()
+}
+
+/// The smallest place of `tree` holding both `a` and `b`.
+fn lowest_common(tree: &PlaceTree, a: usize, b: usize) -> usize {
+    let mut at = Some(a);
+    while let Some(place) = at {
+        if tree.is_within(b, place) {
+            return place;
+        }
+        at = tree.parent(place);
+    }
+    tree.root()
 }
 
 impl BubblesPolicy {
@@ -581,6 +629,11 @@ impl BubblesPolicy {
                 thread.core = core;
             }
         }
+        if !learning.after_os {
+            for (thread, sample) in self.threads.iter_mut().zip(input.threads) {
+                thread.sums.add(sample.speed, sample.share);
+            }
+        }
         if !learning.spinning {
             // An occupant's area is a place: its cores are `cores_in[place]`.
             let occupants: Vec<Occupant> = self
@@ -609,6 +662,19 @@ impl BubblesPolicy {
             }
         }
         learning.after_os = false;
+        let tick = std::mem::replace(&mut learning.numa_pending, false) || input.numa_tick;
+        if tick && !learning.spinning && self.layout.nodes() > 1 {
+            let view = numa::View {
+                layout: &self.layout,
+                tree: &self.tree,
+                crowd: &learning.crowd,
+                cfg: &learning.cfg,
+                now_s: input.time_s,
+                remote_cost: self.remote_cost,
+                memory_follows: learning.memory_follows,
+            };
+            learning.numa.tick(&view, &self.bubbles, &mut self.threads);
+        }
         self.threads
             .iter()
             .map(|t| t.core.or(t.place).unwrap_or(whole))
@@ -659,6 +725,7 @@ impl Policy for BubblesPolicy {
             Some(linux) => {
                 if let Some(learning) = self.learning.as_mut() {
                     learning.after_os = true;
+                    learning.numa_pending |= input.numa_tick;
                 }
                 linux
             }
