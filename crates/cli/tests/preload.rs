@@ -135,6 +135,44 @@ fn preloaded_stencil_beats(compiler: &str) {
     assert!(left.is_empty(), "channels left behind: {left:?}");
 }
 
+/// Runs `program ARGS` with two OpenMP threads under `run --preload
+/// heartbeats` and asserts that both threads were scored by heartbeats, and
+/// that the program printed what it prints without pinlearn.
+fn both_threads_beat(dir: &Path, program: &Path, args: &[&str]) {
+    let plain = Command::new(program)
+        .args(args)
+        .env("OMP_NUM_THREADS", "2")
+        .output()
+        .unwrap();
+    assert!(plain.status.success(), "{args:?} alone: {}", stderr(&plain));
+    let summary = dir.join("summary.json");
+    let out = pinlearn()
+        .args(["run", "--quiet", "--preload", "heartbeats", "--json"])
+        .arg(&summary)
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .env("OMP_NUM_THREADS", "2")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    assert_eq!(out.stdout, plain.stdout, "{args:?}: the program's output changed");
+    let measured: Vec<Value> = threads(&summary)
+        .into_iter()
+        .filter(|t| t["periods"].as_u64().unwrap_or(0) >= 3)
+        .collect();
+    assert_eq!(measured.len(), 2, "{args:?}: {measured:?}");
+    for thread in &measured {
+        assert_eq!(
+            field(thread, "source"),
+            "heartbeat",
+            "{args:?}: {thread}\nstderr: {}",
+            stderr(&out)
+        );
+    }
+}
+
 #[test]
 fn barriers_inside_one_long_openmp_region_beat() {
     // One region for the whole run: the beats come from GOMP_barrier
@@ -143,33 +181,27 @@ fn barriers_inside_one_long_openmp_region_beat() {
     build_library();
     let dir = tempfile::tempdir().unwrap();
     let program = build_program(dir.path(), "omp_inner_loops", &["-fopenmp"]);
-    for schedule in [None, Some("dynamic")] {
-        let summary = dir.path().join("summary.json");
-        let out = pinlearn()
-            .args(["run", "--quiet", "--preload", "heartbeats", "--json"])
-            .arg(&summary)
-            .arg("--")
-            .arg(&program)
-            .args(schedule)
-            .env("OMP_NUM_THREADS", "2")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{schedule:?}: {}", stderr(&out));
-        let measured: Vec<Value> = threads(&summary)
-            .into_iter()
-            .filter(|t| t["periods"].as_u64().unwrap_or(0) >= 3)
-            .collect();
-        assert_eq!(measured.len(), 2, "{schedule:?}: {measured:?}");
-        for thread in &measured {
-            assert_eq!(
-                field(thread, "source"),
-                "heartbeat",
-                "{schedule:?}: {thread}\nstderr: {}",
-                stderr(&out)
-            );
-        }
-    }
+    both_threads_beat(dir.path(), &program, &[]);
+    both_threads_beat(dir.path(), &program, &["dynamic"]);
+}
+
+#[test]
+fn combined_parallel_loops_and_regions_of_gcc_before_4_9_beat() {
+    // GOMP_parallel_loop_dynamic (beats from GOMP_loop_end_nowait) and the
+    // GOMP_parallel_start / GOMP_parallel_end pair (the team's share by the
+    // wrapped body, the starting thread's at the end).
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    build_library();
+    let dir = tempfile::tempdir().unwrap();
+    let program = build_program(dir.path(), "omp_region_forms", &["-fopenmp"]);
+    let symbols = Command::new("nm").arg("-D").arg(&program).output().unwrap();
+    let symbols = String::from_utf8_lossy(&symbols.stdout);
+    assert!(
+        symbols.contains("GOMP_parallel_loop_dynamic") && symbols.contains("GOMP_parallel_start"),
+        "gcc no longer emits the forms this test is about: {symbols}"
+    );
+    both_threads_beat(dir.path(), &program, &["combined"]);
+    both_threads_beat(dir.path(), &program, &["old"]);
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //!   the program calls            this library                          then
 //!   ─────────────────            ────────────                          ────
 //!   GOMP_parallel(fn, data) ───► each team thread runs fn(data), then beat(1) ─► the real GOMP_parallel
+//!   GOMP_parallel_start(fn, data) (GCC before 4.9): the same for the team,
+//!   GOMP_parallel_end()      ───► the real call, then beat(1) for the thread that started the region
 //!   GOMP_barrier()           ─┐
 //!   GOMP_loop_end[_nowait]() ─┼► the real call, then beat(1) (a barrier passed)
 //!   pthread_barrier_wait(b)  ─┘        └─► heartbeat channel ─► pinlearn scores the thread by its beats
@@ -39,11 +41,10 @@
 //! instead: the library is an OMPT tool (`ompt_start_tool`) whose
 //! `sync_region` callback beats when a team thread leaves a barrier.
 //!
-//! # Not covered
-//!
-//! GCC's pre-4.9 `GOMP_parallel_start` / `GOMP_parallel_end` pair and the
-//! combined `GOMP_parallel_loop_*` entry points: their regions give no beats
-//! (their barriers inside do, when they call `GOMP_barrier`).
+//! The combined `parallel for` entry points (`GOMP_parallel_loop_*`, and
+//! their `_start` forms before GCC 4.9) need nothing of their own: the body
+//! GCC compiles for them ends each thread's share with
+//! `GOMP_loop_end_nowait`, which beats.
 
 use pinlearn_engine::outside::{LEVELS_ENV, OutsideBubbles};
 use pinlearn_engine::preload::{PARENT_ENV, PARTS_ENV, Preload};
@@ -100,10 +101,13 @@ type PthreadBarrierWait = unsafe extern "C" fn(*mut libc::pthread_barrier_t) -> 
 type RegionFn = unsafe extern "C" fn(*mut c_void);
 type GompParallel = unsafe extern "C" fn(RegionFn, *mut c_void, c_uint, c_uint);
 type GompVoid = unsafe extern "C" fn();
+type GompParallelStart = unsafe extern "C" fn(RegionFn, *mut c_void, c_uint);
 
 static PTHREAD_CREATE: Next = Next::new(c"pthread_create");
 static PTHREAD_BARRIER_WAIT: Next = Next::new(c"pthread_barrier_wait");
 static GOMP_PARALLEL: Next = Next::new(c"GOMP_parallel");
+static GOMP_PARALLEL_START: Next = Next::new(c"GOMP_parallel_start");
+static GOMP_PARALLEL_END: Next = Next::new(c"GOMP_parallel_end");
 static GOMP_BARRIER: Next = Next::new(c"GOMP_barrier");
 static GOMP_LOOP_END: Next = Next::new(c"GOMP_loop_end");
 static GOMP_LOOP_END_NOWAIT: Next = Next::new(c"GOMP_loop_end_nowait");
@@ -227,6 +231,64 @@ pub unsafe extern "C" fn GOMP_parallel(body: RegionFn, data: *mut c_void, thread
     // SAFETY: region_piece runs body(data) on every team thread; `region`
     // outlives the call, which joins the team before it returns.
     unsafe { real(region_piece, (&raw mut region).cast(), threads, flags) }
+}
+
+thread_local! {
+    /// The regions this thread opened with `GOMP_parallel_start` and has
+    /// not ended yet (they nest), kept until their `GOMP_parallel_end`.
+    /// Boxed: the team holds each Region's address, which must not move
+    /// when the vector grows.
+    #[allow(clippy::vec_box)]
+    static OPEN_REGIONS: std::cell::RefCell<Vec<Box<Region>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `GOMP_parallel_start` (GCC before 4.9: the thread that starts the region
+/// runs its own share by calling the body itself, then
+/// `GOMP_parallel_end`): every other team thread beats when its share is
+/// done.
+///
+/// # Safety
+/// As the real function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_start(body: RegionFn, data: *mut c_void, threads: c_uint) {
+    // SAFETY: the real GOMP_parallel_start, whose type this is.
+    let real: GompParallelStart = unsafe { std::mem::transmute(GOMP_PARALLEL_START.address()) };
+    if !parts().heartbeats {
+        // SAFETY: the program's own call, passed on.
+        return unsafe { real(body, data, threads) };
+    }
+    let region = Box::new(Region { body, data });
+    let pointer: *const Region = &*region;
+    if OPEN_REGIONS.try_with(|open| open.borrow_mut().push(region)).is_err() {
+        // The thread is being torn down: no bookkeeping, the plain call.
+        // SAFETY: the program's own call, passed on.
+        return unsafe { real(body, data, threads) };
+    }
+    // SAFETY: region_piece runs body(data) on every other team thread; the
+    // Region lives in OPEN_REGIONS until GOMP_parallel_end has joined them.
+    unsafe { real(region_piece, pointer.cast_mut().cast(), threads) }
+}
+
+/// `GOMP_parallel_end`: the real call (the team is joined), then the
+/// region's bookkeeping goes and the thread that started it beats.
+///
+/// # Safety
+/// As the real function: ends the region the calling thread started.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_end() {
+    // SAFETY: the real GOMP_parallel_end, a function of no arguments.
+    let real: GompVoid = unsafe { std::mem::transmute(GOMP_PARALLEL_END.address()) };
+    // SAFETY: the program's own call, passed on.
+    unsafe { real() };
+    if parts().heartbeats
+        && OPEN_REGIONS
+            .try_with(|open| open.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .is_some()
+    {
+        counted();
+    }
 }
 
 /// OMPT's `ompt_data_t`: a word the runtime keeps for the tool.
