@@ -612,32 +612,41 @@ fn entities_without_load_are_spread_too() {
 #[test]
 fn the_bubbles_place_first_even_when_the_guard_would_start_with_linux() {
     // Memory is first touched where a thread first runs: the spread must
-    // come before Linux's windows, whatever `first` says.
+    // come before Linux's windows, whatever `first` says, wherever remote
+    // memory costs more than local; where it costs nothing, `first` holds.
     let (layout, tree, _) = machine(2, 2, &[]);
     let guard = GuardConfig {
         first: pinlearn_policy::Arm::Os,
         ..GuardConfig::default()
     };
-    let mut policy = BubblesPolicy::new(layout.clone(), tree, guard);
     let set = bubbles(&[("a", None)]);
     let threads = samples(&[1, 2], &[]);
-    let first = policy.decide(&with_bubbles(
-        0,
-        0.0,
-        &threads,
-        BubbleInput {
-            set: &set,
-            of: &[Some(0), Some(0)],
-            loads: &[],
-            shakes: 0,
-            processes: &[],
-        },
-    ));
-    assert!(
-        first.place.iter().all(|&p| layout.places()[p].kind == PlaceKind::Core),
-        "{:?}",
-        first.place
-    );
+    let first_places = |policy: BubblesPolicy| {
+        let mut policy = policy;
+        policy
+            .decide(&with_bubbles(
+                0,
+                0.0,
+                &threads,
+                BubbleInput {
+                    set: &set,
+                    of: &[Some(0), Some(0)],
+                    loads: &[],
+                    shakes: 0,
+                    processes: &[],
+                },
+            ))
+            .place
+    };
+    for cost in [DEFAULT_REMOTE_COST, 1.5] {
+        let places = first_places(BubblesPolicy::new(layout.clone(), tree.clone(), guard).assuming_remote_cost(cost));
+        assert!(
+            places.iter().all(|&p| layout.places()[p].kind == PlaceKind::Core),
+            "remote cost {cost}: {places:?}"
+        );
+    }
+    let places = first_places(BubblesPolicy::new(layout.clone(), tree, guard).assuming_remote_cost(1.0));
+    assert_eq!(places, vec![layout.whole(); 2], "remote memory free: Linux first");
 }
 
 #[test]
