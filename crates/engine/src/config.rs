@@ -289,9 +289,22 @@ impl Settings {
         policy.assuming_remote_cost(self.remote_cost_on(places))
     }
 
-    /// The remote cost the bubbles policy assumes on these places: the
-    /// settings' `remote_cost`, else the machine's NUMA distances (remote
-    /// over local), else [`pinlearn_policy::DEFAULT_REMOTE_COST`].
+    /// `--policy learn` over `places` with these settings: the learner's
+    /// configuration and seed, and the remote cost its NUMA level weighs.
+    /// One constructor for live runs and the simulator.
+    pub fn learn_policy(
+        &self,
+        places: &crate::places::Places,
+        learn: pinlearn_policy::LearnConfig,
+    ) -> pinlearn_policy::LearnPolicy {
+        pinlearn_policy::LearnPolicy::new(places.layout.clone(), learn, self.seed)
+            .assuming_remote_cost(self.remote_cost_on(places))
+    }
+
+    /// The remote cost the bubbles policy and the learner's NUMA level
+    /// assume on these places: the settings' `remote_cost`, else the
+    /// machine's NUMA distances (remote over local), else
+    /// [`pinlearn_policy::DEFAULT_REMOTE_COST`].
     fn remote_cost_on(&self, places: &crate::places::Places) -> f64 {
         self.remote_cost
             .or(places.remote_ratio)
@@ -459,6 +472,11 @@ mod tests {
         assert_eq!((learn.pla.threshold, learn.pla.init_focus), (0.0, 0.0));
         assert_eq!((learn.numa.nu, learn.numa.eta, learn.numa.gamma), (0.01, 1.25, 0.9));
         assert_eq!((learn.numa.zeta, learn.numa.period_s), (0.02, 2.0));
+        assert!(
+            !learn.numa.mind_memory,
+            "the papers' better replies know nothing of memory"
+        );
+        assert!(Settings::default().learn.numa.mind_memory);
         assert!(!learn.node_action && !learn.guard.enabled && learn.reset_on_exit);
         assert_eq!(learn.moves, pinlearn_policy::Moves::Drawn);
     }

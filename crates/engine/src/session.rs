@@ -17,7 +17,7 @@ use crate::engine::Engine;
 use crate::live::resolve_metric;
 use crate::places::Places;
 use crate::trace::Trace;
-use pinlearn_policy::{LearnPolicy, OsPolicy, Policy, StaticPolicy};
+use pinlearn_policy::{OsPolicy, Policy, StaticPolicy};
 use pinlearn_topology::{CpuSet, Topology};
 use std::path::PathBuf;
 
@@ -161,7 +161,7 @@ impl Session {
     fn policy_over(&self, places: &Places) -> Box<dyn Policy> {
         let layout = places.layout.clone();
         match self.settings.policy {
-            PolicyChoice::Learn => Box::new(LearnPolicy::new(layout, self.settings.learn, self.settings.seed)),
+            PolicyChoice::Learn => Box::new(self.settings.learn_policy(places, self.settings.learn)),
             PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),
             PolicyChoice::Os => Box::new(OsPolicy::new(layout)),
             PolicyChoice::Bubbles => Box::new(self.settings.bubbles_policy(places, false)),

@@ -8,6 +8,12 @@
 //!   (1) rho_i ← rho_i + ν (s_i − rho_i)      first time: rho = s, bU = rho, bL = rho/η
 //!   (2) BR_i = { n ≠ node_i : rho_i < γ · mean rho_j over threads j on n }
 //!              (a node with no measured thread counts: unused capacity)
+//!       with `mind_memory` (pinlearn's default, not the papers'): a node
+//!       other than the thread's home (where it first ran: its memory) counts
+//!       remote_cost times slower, both sides of the comparison
+//!         rho_i · kept(node_i) < γ · mean rho_j · kept(n)
+//!         kept(n) = 1 at home (or where remote memory costs nothing), else 1 / remote_cost
+//!       and an empty node is a better reply only if kept(n) ≥ kept(node_i)
 //!   (3) with the benchmarks from before (4):
 //!         rho_i < bL_i  → wants a node drawn uniformly from BR_i   (BelowLower)
 //!         otherwise     → w.p. ζ wants a node drawn from BR_i      (Experiment)
@@ -42,6 +48,10 @@ pub struct AspirationConfig {
     pub zeta: f64,
     /// NUMA period T_NUMA in seconds (> 0); the engine turns it into ticks.
     pub period_s: f64,
+    /// A node other than the one a thread first ran on (where its memory
+    /// is) counts `remote_cost` times slower in its better replies (pinlearn's
+    /// rule; the papers' learner has none).
+    pub mind_memory: bool,
 }
 
 impl Default for AspirationConfig {
@@ -52,6 +62,7 @@ impl Default for AspirationConfig {
             gamma: 0.9,
             zeta: 0.02,
             period_s: 2.0,
+            mind_memory: true,
         }
     }
 }
@@ -73,14 +84,21 @@ pub struct AspirationLevels {
 pub struct NumaState {
     /// The node the thread runs on.
     pub node: usize,
+    /// The node its memory is on: where it first ran (a migration leaves
+    /// it there).
+    pub home: usize,
     /// `None` until the thread's first measured NUMA period.
     pub levels: Option<AspirationLevels>,
 }
 
 impl NumaState {
-    /// A thread on `node` that has not been measured yet.
+    /// A thread on `node`, its home, that has not been measured yet.
     pub fn new(node: usize) -> Self {
-        NumaState { node, levels: None }
+        NumaState {
+            node,
+            home: node,
+            levels: None,
+        }
     }
 }
 
@@ -152,10 +170,40 @@ impl AspirationLevels {
 /// capacity is unused). The thread itself is on `own_node`, so the means of
 /// the other nodes never include it.
 pub fn better_replies(rho: f64, own_node: usize, node_mean_rho: &[Option<f64>], gamma: f64) -> Vec<usize> {
+    better_replies_near(rho, own_node, node_mean_rho, gamma, own_node, 1.0)
+}
+
+/// Step (2) with memory in mind: as [`better_replies`], each node's speed
+/// counted `remote_cost` times slower unless it is `home` (where the
+/// thread's memory is), and an empty node a better reply only if it is no
+/// farther from the memory than `own_node`. `remote_cost` 1: the papers'
+/// rule.
+pub fn better_replies_near(
+    rho: f64,
+    own_node: usize,
+    node_mean_rho: &[Option<f64>],
+    gamma: f64,
+    home: usize,
+    remote_cost: f64,
+) -> Vec<usize> {
+    let kept = |node: usize| {
+        if node == home || remote_cost <= 1.0 {
+            1.0
+        } else {
+            1.0 / remote_cost
+        }
+    };
+    let own = rho * kept(own_node);
     node_mean_rho
         .iter()
         .enumerate()
-        .filter(|&(node, mean)| node != own_node && mean.is_none_or(|mean| rho < gamma * mean))
+        .filter(|&(node, mean)| {
+            node != own_node
+                && match mean {
+                    None => kept(node) >= kept(own_node),
+                    Some(mean) => own < gamma * mean * kept(node),
+                }
+        })
         .map(|(node, _)| node)
         .collect()
 }
@@ -189,11 +237,25 @@ pub fn move_intent<R: Rng + ?Sized>(
 pub struct Aspiration {
     cfg: AspirationConfig,
     nodes: usize,
+    /// How many times slower a thread runs away from its memory (1 until
+    /// [`Aspiration::with_remote_cost`]).
+    remote_cost: f64,
 }
 
 impl Aspiration {
     pub fn new(cfg: AspirationConfig, nodes: usize) -> Self {
-        Aspiration { cfg, nodes }
+        Aspiration {
+            cfg,
+            nodes,
+            remote_cost: 1.0,
+        }
+    }
+
+    /// The same learner assuming a thread runs `cost` times slower away
+    /// from its home node (used with `mind_memory`; at least 1).
+    pub fn with_remote_cost(mut self, cost: f64) -> Self {
+        self.remote_cost = if cost.is_finite() { cost.max(1.0) } else { 1.0 };
+        self
     }
 
     pub fn config(&self) -> &AspirationConfig {
@@ -247,7 +309,15 @@ impl Aspiration {
             let (Some(levels), Some(_)) = (&mut state.levels, speed) else {
                 continue;
             };
-            let better = better_replies(levels.rho, state.node, &node_mean_rho, self.cfg.gamma);
+            let remote_cost = if self.cfg.mind_memory { self.remote_cost } else { 1.0 };
+            let better = better_replies_near(
+                levels.rho,
+                state.node,
+                &node_mean_rho,
+                self.cfg.gamma,
+                state.home,
+                remote_cost,
+            );
             if let Some((to, reason)) = move_intent(levels, &better, self.cfg.zeta, rng) {
                 movers.push(Migration {
                     thread: index,
@@ -328,6 +398,57 @@ mod tests {
             better_replies(2.0, 0, &[Some(2.0), Some(1.0)], 0.9),
             Vec::<usize>::new()
         );
+    }
+
+    #[test]
+    fn with_memory_in_mind_a_node_away_from_home_counts_remote_cost_times_slower() {
+        // At home on node 0 at 0.5; node 1's threads run at 1.0, node 2 is empty.
+        let means = [Some(0.5), Some(1.0), None];
+        assert_eq!(
+            better_replies_near(0.5, 0, &means, 0.9, 0, 1.0),
+            vec![1, 2],
+            "the papers' rule"
+        );
+        assert_eq!(better_replies(0.5, 0, &means, 0.9), vec![1, 2]);
+        // 3x slower away from its memory: 1.0 / 3 is no better than 0.5, and
+        // an empty node is farther from the memory than home.
+        assert!(better_replies_near(0.5, 0, &means, 0.9, 0, 3.0).is_empty());
+        // Twice as fast there still pays at a remote cost of 1.5.
+        assert_eq!(better_replies_near(0.5, 0, &means, 0.9, 0, 1.5), vec![1]);
+        // Away from home (on node 1, memory on node 0) at 0.5: home, where
+        // threads run at 0.4, is better (0.5 / 3 < 0.9 x 0.4); the empty
+        // node 2 is as far from the memory as node 1, so it counts too.
+        let means = [Some(0.4), Some(0.5), None];
+        assert_eq!(better_replies_near(0.5, 1, &means, 0.9, 0, 3.0), vec![0, 2]);
+    }
+
+    #[test]
+    fn with_memory_in_mind_experiments_stay_home_where_other_nodes_are_not_remote_cost_faster() {
+        // Two threads at home on node 0 and one on node 1, all at the same
+        // speed, node 2 empty; zeta 1: everyone experiments every period.
+        let cfg = AspirationConfig {
+            zeta: 1.0,
+            ..AspirationConfig::default()
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let speeds = [Some(1.0), Some(1.0), Some(1.0)];
+        let papers = Aspiration::new(
+            AspirationConfig {
+                mind_memory: false,
+                ..cfg
+            },
+            3,
+        )
+        .with_remote_cost(3.0);
+        let mut states = vec![NumaState::new(0), NumaState::new(0), NumaState::new(1)];
+        assert!(
+            (0..20).any(|_| papers.step(&mut states, &speeds, &mut rng).is_some()),
+            "the papers' rule drifts to the empty node"
+        );
+        let minding = Aspiration::new(cfg, 3).with_remote_cost(3.0);
+        let mut states = vec![NumaState::new(0), NumaState::new(0), NumaState::new(1)];
+        assert!((0..20).all(|_| minding.step(&mut states, &speeds, &mut rng).is_none()));
+        assert_eq!(states.iter().map(|s| s.node).collect::<Vec<_>>(), vec![0, 0, 1]);
     }
 
     #[test]

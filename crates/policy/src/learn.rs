@@ -138,6 +138,14 @@ impl LearnPolicy {
         }
     }
 
+    /// The same learner assuming a thread runs `cost` times slower away
+    /// from the node it first ran on (its memory): the NUMA level's better
+    /// replies weigh that in (`[learn.numa] mind_memory`, aspiration.rs).
+    pub fn assuming_remote_cost(mut self, cost: f64) -> Self {
+        self.aspiration = self.aspiration.with_remote_cost(cost);
+        self
+    }
+
     /// The guard's view: which arm is champion and how the periods went.
     pub fn guard(&self) -> &Guard {
         &self.guard
@@ -254,7 +262,10 @@ impl LearnPolicy {
             self.round_robin = 0;
             for index in 0..self.threads.len() {
                 let key = self.threads[index].key;
+                // A new start, but the memory stays where it is.
+                let home = self.threads[index].numa.home;
                 self.threads[index] = self.assign_round_robin(key);
+                self.threads[index].numa.home = home;
             }
         }
     }
@@ -402,6 +413,12 @@ impl Policy for LearnPolicy {
                     thread.numa_speed_count += 1;
                 }
             }
+            // A tick that falls in Linux's window is skipped: what was
+            // measured there is Linux's placement. Taking it at the next
+            // learner period instead was tried (2026-11-25) and lost where
+            // Linux is right (sim, 2x14, independent C.1, 300 s: +4.1% ->
+            // +11.0% over os): a migration at the very start of each
+            // learner window, from speeds of the window before.
             if input.numa_tick {
                 self.numa_tick();
             }

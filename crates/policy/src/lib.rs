@@ -32,7 +32,7 @@ mod tree;
 
 pub use aspiration::{
     Aspiration, AspirationConfig, AspirationLevels, BenchmarkUpdate, Migration, MoveReason, NumaState, better_replies,
-    move_intent,
+    better_replies_near, move_intent,
 };
 pub use bubbles::{
     BAR_TICKS, Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, DEFAULT_REMOTE_COST, Member, QUIET_PERIODS,

@@ -24,7 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use pinlearn_engine::bubbles::BubbleRules;
 use pinlearn_engine::{Engine, Places, PolicyChoice, Settings};
 use pinlearn_experiment::{Load, ModelRecord, RunRecord, Scenario, Scheduler, SchedulerKind};
-use pinlearn_policy::{BubbleSet, BubbleSpec, LearnConfig, LearnPolicy, OsPolicy, Policy, StaticPolicy, ThreadKey};
+use pinlearn_policy::{BubbleSet, BubbleSpec, LearnConfig, OsPolicy, Policy, StaticPolicy, ThreadKey};
 use pinlearn_topology::{CpuSet, Topology};
 
 use crate::SimError;
@@ -200,7 +200,13 @@ impl Experiment {
                     objective: scheduler.objective.unwrap_or(self.settings.learn.objective),
                     ..self.settings.learn
                 };
-                Box::new(LearnPolicy::new(layout, cfg, seed))
+                Box::new(
+                    Settings {
+                        seed,
+                        ..self.settings.clone()
+                    }
+                    .learn_policy(&prepared.places, cfg),
+                )
             }
         }
     }
