@@ -32,8 +32,9 @@
 //! cores (run shares do not tell crowding apart then).
 //!
 //! ```text
-//!   spread places ─► areas ─► each thread: its core if still inside its area,
-//!                            else the area's core with fewest threads
+//!   spread places ─► areas ─► each thread: its core if still inside its area
+//!                            and the spread kept its place, else the
+//!                            spread's core, or the area's core with fewest threads
 //!                         ─► Crowd::moves(areas, run shares) ─► a core per thread
 //! ```
 //!
@@ -299,6 +300,9 @@ struct Tracked {
     /// was given that core this period (its share was measured elsewhere).
     core: Option<usize>,
     moved: bool,
+    /// The place `core` was chosen inside: a respread that gives the
+    /// thread another place chooses its core again.
+    core_for: Option<usize>,
     /// `bubbles+learn`: what it measured since the last NUMA tick.
     sums: numa::Sums,
     /// Its process, where the engine says.
@@ -530,6 +534,7 @@ impl BubblesPolicy {
                         place: None,
                         core: None,
                         moved: false,
+                        core_for: None,
                         sums: numa::Sums::default(),
                         process,
                     }
@@ -626,7 +631,7 @@ impl BubblesPolicy {
             let area = &learning.cores_in[area];
             thread.moved = false;
             match thread.core {
-                Some(core) if area.contains(&core) => count[core] += 1,
+                Some(core) if area.contains(&core) && thread.core_for == thread.place => count[core] += 1,
                 _ => thread.core = None,
             }
         }
@@ -644,6 +649,7 @@ impl BubblesPolicy {
                     thread.moved = true;
                 }
                 thread.core = core;
+                thread.core_for = thread.place;
             }
         }
         if !learning.after_os {

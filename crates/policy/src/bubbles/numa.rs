@@ -384,5 +384,6 @@ fn place(layout: &Layout, threads: &mut [Tracked], members: &[usize], node: usiz
     for (&member, &core) in members.iter().zip(cores) {
         threads[member].place = Some(node_place);
         threads[member].core = Some(core);
+        threads[member].core_for = Some(node_place);
     }
 }
