@@ -289,15 +289,16 @@ impl Settings {
         policy.assuming_remote_cost(self.remote_cost_on(places))
     }
 
-    /// `--policy learn` over `places` with these settings: the learner's
-    /// configuration and seed, and the remote cost its NUMA level weighs.
-    /// One constructor for live runs and the simulator.
+    /// `--policy learn` over `places` with the learner's configuration
+    /// `learn` and `seed`, and the remote cost its NUMA level weighs from
+    /// these settings. One constructor for live runs and the simulator.
     pub fn learn_policy(
         &self,
         places: &crate::places::Places,
         learn: pinlearn_policy::LearnConfig,
+        seed: u64,
     ) -> pinlearn_policy::LearnPolicy {
-        pinlearn_policy::LearnPolicy::new(places.layout.clone(), learn, self.seed)
+        pinlearn_policy::LearnPolicy::new(places.layout.clone(), learn, seed)
             .assuming_remote_cost(self.remote_cost_on(places))
     }
 

@@ -161,7 +161,11 @@ impl Session {
     fn policy_over(&self, places: &Places) -> Box<dyn Policy> {
         let layout = places.layout.clone();
         match self.settings.policy {
-            PolicyChoice::Learn => Box::new(self.settings.learn_policy(places, self.settings.learn)),
+            PolicyChoice::Learn => Box::new(self.settings.learn_policy(
+                places,
+                self.settings.learn,
+                self.settings.seed,
+            )),
             PolicyChoice::Static => Box::new(StaticPolicy::new(layout)),
             PolicyChoice::Os => Box::new(OsPolicy::new(layout)),
             PolicyChoice::Bubbles => Box::new(self.settings.bubbles_policy(places, false)),

@@ -173,6 +173,18 @@ pub fn better_replies(rho: f64, own_node: usize, node_mean_rho: &[Option<f64>], 
     better_replies_near(rho, own_node, node_mean_rho, gamma, own_node, 1.0)
 }
 
+/// The share of its speed a thread whose memory is on `home` keeps on
+/// `node`: all of it at home (or where remote memory costs nothing, 1 or
+/// less), else `1 / remote_cost`. The NUMA levels of the learner and of
+/// `bubbles+learn` weigh nodes by it.
+pub(crate) fn kept_on(node: usize, home: usize, remote_cost: f64) -> f64 {
+    if node == home || remote_cost <= 1.0 {
+        1.0
+    } else {
+        1.0 / remote_cost
+    }
+}
+
 /// Step (2) with memory in mind: as [`better_replies`], each node's speed
 /// counted `remote_cost` times slower unless it is `home` (where the
 /// thread's memory is), and an empty node a better reply only if it is no
@@ -186,13 +198,7 @@ pub fn better_replies_near(
     home: usize,
     remote_cost: f64,
 ) -> Vec<usize> {
-    let kept = |node: usize| {
-        if node == home || remote_cost <= 1.0 {
-            1.0
-        } else {
-            1.0 / remote_cost
-        }
-    };
+    let kept = |node: usize| kept_on(node, home, remote_cost);
     let own = rho * kept(own_node);
     node_mean_rho
         .iter()

@@ -205,7 +205,7 @@ impl Crowd {
 }
 
 /// A share the moves can use: finite, in (0, 1].
-fn usable(share: Option<f64>) -> Option<f64> {
+pub(crate) fn usable(share: Option<f64>) -> Option<f64> {
     share.filter(|s| s.is_finite() && *s > 0.0).map(|s| s.min(1.0))
 }
 

@@ -200,13 +200,7 @@ impl Experiment {
                     objective: scheduler.objective.unwrap_or(self.settings.learn.objective),
                     ..self.settings.learn
                 };
-                Box::new(
-                    Settings {
-                        seed,
-                        ..self.settings.clone()
-                    }
-                    .learn_policy(&prepared.places, cfg),
-                )
+                Box::new(self.settings.learn_policy(&prepared.places, cfg, seed))
             }
         }
     }

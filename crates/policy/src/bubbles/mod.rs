@@ -331,7 +331,6 @@ pub struct BubblesPolicy {
     guard: Guard,
     /// The guard's settings as given (its `first` is overridden).
     guard_config: GuardConfig,
-    guard_enabled: bool,
     /// Linux's placement, put back when its windows start.
     hand_back: HandBack,
     threads: Vec<Tracked>,
@@ -382,7 +381,6 @@ impl BubblesPolicy {
             bubbles: BubbleSet::default(),
             guard: Guard::new(guard),
             guard_config: given,
-            guard_enabled: guard.enabled,
             hand_back: HandBack::default(),
             threads: Vec::new(),
             last_spread: None,
@@ -715,7 +713,7 @@ impl Policy for BubblesPolicy {
     }
 
     fn guard_stats(&self) -> Option<GuardStats> {
-        self.guard_enabled.then(|| self.guard.stats())
+        self.guard_config.enabled.then(|| self.guard.stats())
     }
 
     fn wants_cores(&self) -> bool {

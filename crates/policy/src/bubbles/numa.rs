@@ -35,7 +35,8 @@
 use std::collections::HashMap;
 
 use super::{BubbleSet, Tracked, lowest_common};
-use crate::crowd::{Crowd, CrowdConfig};
+use crate::aspiration::kept_on;
+use crate::crowd::{Crowd, CrowdConfig, usable};
 use crate::layout::Layout;
 use crate::objective::sanitise_speed;
 use crate::tree::PlaceTree;
@@ -62,8 +63,8 @@ impl Sums {
             self.speed += speed;
             self.speeds += 1;
         }
-        if let Some(share) = share.filter(|s| s.is_finite() && *s > 0.0) {
-            self.share += share.min(1.0);
+        if let Some(share) = usable(share) {
+            self.share += share;
             self.shares += 1;
         }
     }
@@ -227,10 +228,9 @@ impl NumaLevel {
     /// all of it where the bubble's memory is or `follows` it, else one
     /// remote cost less.
     fn kept(&self, view: &View<'_>, name: &str, follows: bool, node: usize) -> f64 {
-        if follows || self.homes.get(name).is_none_or(|&home| home == node) {
-            1.0
-        } else {
-            1.0 / view.remote_cost.max(1.0)
+        match self.homes.get(name) {
+            Some(&home) if !follows => kept_on(node, home, view.remote_cost),
+            _ => 1.0,
         }
     }
 }
