@@ -14,9 +14,9 @@ use std::sync::Mutex;
 /// workload would be the other's interference.
 static MACHINE: Mutex<()> = Mutex::new(());
 
-/// The papers' learner: threads start round-robin, no guard windows.
-const PAPERS_LEARNER: &str =
-    "[learn]\nstart = \"round-robin\"\n[learn.pla]\ninit_focus = 0.5\n[learn.guard]\nenabled = false\n";
+/// The papers' learner: threads start round-robin, the automata draw their
+/// cores (the default until 2026-11-25), no guard windows.
+const PAPERS_LEARNER: &str = "[learn]\nstart = \"round-robin\"\nmoves = \"drawn\"\nreset_on_exit = true\n[learn.pla]\ninit_focus = 0.5\n[learn.guard]\nenabled = false\n";
 
 #[test]
 fn threads_leave_the_cpu_a_hog_occupies() {

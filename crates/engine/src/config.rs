@@ -441,6 +441,7 @@ mod tests {
         assert_eq!(s.learn.start, pinlearn_policy::Start::RoundRobin);
         assert_eq!(s.learn.pla.init_focus, 0.5);
         assert!(!s.learn.guard.enabled);
+        assert_eq!(s.learn.moves, pinlearn_policy::Moves::Drawn, "as measured");
         let defaults = Settings::default();
         assert_eq!(s.learn.pla.step, defaults.learn.pla.step, "the rest stays default");
         assert_eq!(s.learn.objective, defaults.learn.objective);
@@ -448,15 +449,30 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_crowd_moves_file_is_the_default_with_crowd_moves() {
+    fn the_shipped_crowd_moves_file_is_the_default_learner() {
         let text = include_str!("../../../configs/crowd-moves.toml");
         let s = Settings::from_toml_str(text).expect("configs/crowd-moves.toml is valid");
         s.validate().expect("valid settings");
         assert_eq!(s.learn.moves, pinlearn_policy::Moves::Crowd);
         assert!(!s.learn.reset_on_exit);
+        assert_eq!(
+            s.learn,
+            Settings::default().learn,
+            "crowd moves are the default since 2026-11-25"
+        );
+    }
+
+    #[test]
+    fn the_shipped_drawn_moves_file_is_the_default_with_the_automata_s_draws() {
+        let text = include_str!("../../../configs/drawn-moves.toml");
+        let s = Settings::from_toml_str(text).expect("configs/drawn-moves.toml is valid");
+        s.validate().expect("valid settings");
+        assert_eq!(s.learn.moves, pinlearn_policy::Moves::Drawn);
+        assert!(s.learn.reset_on_exit);
         let defaults = Settings::default();
-        assert_eq!(s.learn.crowd, defaults.learn.crowd);
+        assert_ne!(s.learn.moves, defaults.learn.moves);
         assert_eq!(s.learn.guard, defaults.learn.guard, "the rest stays default");
+        assert_eq!(s.learn.pla, defaults.learn.pla);
         assert_eq!(s.learn.objective, defaults.learn.objective);
     }
 
@@ -498,6 +514,7 @@ mod tests {
         };
         assert_eq!(with_wait, defaults.learn.guard, "otherwise the default guard");
         assert_eq!(s.learn.start, defaults.learn.start);
+        assert_eq!(s.learn.moves, pinlearn_policy::Moves::Drawn, "as measured");
         assert_eq!(s.learn.pla, defaults.learn.pla);
     }
 

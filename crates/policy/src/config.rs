@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!   objective = "balanced:0.5"     →  LearnConfig::objective
-//!   reset_on_exit = true           →  LearnConfig::reset_on_exit
+//!   reset_on_exit = false          →  LearnConfig::reset_on_exit
 //!   moves = "crowd"                →  LearnConfig::moves
 //!   [crowd] margin = 0.15 ...      →  LearnConfig::crowd (CrowdConfig)
 //!   [pla]  step = 0.1 ...          →  LearnConfig::pla   (PlaConfig)
@@ -43,11 +43,11 @@ pub enum Start {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Moves {
-    /// Its automaton draws a place every period (the papers; the default).
-    #[default]
+    /// Its automaton draws a place every period (the papers).
     Drawn,
     /// A thread moves only where the run shares all threads measured say
-    /// it gains (`crate::crowd`).
+    /// it gains (`crate::crowd`; the default).
+    #[default]
     Crowd,
 }
 
@@ -99,12 +99,18 @@ impl Default for LearnConfig {
             // that keeps the cores busy, so it gives the learner nothing to
             // go on (docs/design.md, docs/simulator.md).
             objective: Objective::Own,
-            moves: Moves::Drawn,
+            // Crowd moves, not the papers' draws: at the papers' scale the
+            // draws move a few of 40 threads every period, each a straggler
+            // at the next barrier (docs/simulator.md, "Crowd moves become
+            // the default").
+            moves: Moves::Crowd,
             crowd: CrowdConfig::default(),
             pla: PlaConfig::default(),
             numa: AspirationConfig::default(),
             guard: GuardConfig::default(),
-            reset_on_exit: true,
+            // Crowd moves fill the core a thread leaves; a reset would take
+            // every thread away from its memory.
+            reset_on_exit: false,
             start: Start::RoundRobin,
             node_action: true,
             numa_level: true,
@@ -295,11 +301,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_are_valid_and_follow_the_papers() {
+    fn defaults_are_valid_and_move_threads_by_the_crowd() {
         let cfg = LearnConfig::default();
         assert_eq!(cfg.validate(), Ok(()));
-        assert!(cfg.reset_on_exit);
-        assert_eq!(cfg.moves, Moves::Drawn);
+        assert!(!cfg.reset_on_exit);
+        assert_eq!(cfg.moves, Moves::Crowd);
         assert_eq!(cfg.objective, Objective::Own, "own, not O1: see the comment in Default");
         assert_eq!(cfg.pla.lambda, 0.02);
         assert_eq!(cfg.numa.gamma, 0.9);
@@ -309,11 +315,11 @@ mod tests {
     #[test]
     fn toml_sections_fill_the_struct_and_the_rest_defaults() {
         let cfg: LearnConfig = toml::from_str(
-            "objective = \"balanced:0.5\"\nreset_on_exit = false\n[pla]\nstep = 0.1\n[numa]\neta = 1.5\n",
+            "objective = \"balanced:0.5\"\nreset_on_exit = true\n[pla]\nstep = 0.1\n[numa]\neta = 1.5\n",
         )
         .unwrap();
         assert_eq!(cfg.objective, Objective::Balanced { gamma: 0.5 });
-        assert!(!cfg.reset_on_exit);
+        assert!(cfg.reset_on_exit);
         assert_eq!(
             cfg.pla,
             PlaConfig {

@@ -1,5 +1,5 @@
 //! Crowd-directed moves: a core-level choice for the learner beyond the
-//! papers (`moves = "crowd"`, `configs/crowd-moves.toml`).
+//! papers (`moves = "crowd"`, the default since 2026-11-25).
 //!
 //! ```text
 //!   every learner period, from what all threads measured on the places
