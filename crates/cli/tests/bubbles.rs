@@ -418,7 +418,7 @@ fn bubbles_and_learning_move_a_bubble_off_a_node_another_program_loads() {
         "--threads",
         "1",
         "--runs",
-        "2000",
+        "3000",
         "--no-heartbeats",
         "--quiet",
     ]);

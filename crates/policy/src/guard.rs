@@ -15,7 +15,9 @@
 //!                 probed again right after one window (a lucky window
 //!                 must not decide for long), unless the probe won by
 //!                 more than `decisive` (50%)
-//!          no  ─► the champion stays; the probe's loss is added to `spent`
+//!          no  ─► the champion stays; the probe's loss, and what it cost
+//!                 the champion's window after it (after below before,
+//!                 unless after fell below the probe), are added to `spent`
 //!
 //!   next probe once the run can afford it:
 //!        spent + expected loss ≤ probe_cost · (windows so far + 1)
@@ -379,6 +381,17 @@ impl Guard {
                     return;
                 }
                 self.spent += (1.0 - probe / base).max(0.0);
+                // What the probe cost the champion's own window after it
+                // (threads handed back, caches and queues refilled); a
+                // champion that fell below the probe changed by itself (the
+                // load moved, its placement went bad), which is not the
+                // probe's doing.
+                if let (Some(before), Some(after)) = (self.before, score)
+                    && before > 0.0
+                    && after >= probe
+                {
+                    self.spent += (1.0 - after / before).max(0.0);
+                }
                 self.other = Some(probe);
             }
         }
@@ -495,6 +508,49 @@ mod tests {
         let mut tie = Guard::new(linux_first);
         run(&mut tie, 200, |_, _| 1.0);
         assert_eq!(tie.champion(), Arm::Os, "a tie leaves Linux in charge");
+    }
+
+    #[test]
+    fn a_probe_pays_for_what_it_cost_linux_s_window_after_it() {
+        // The learner's probes lose (0.85 against 1.0). In one run Linux's
+        // window right after each probe comes out 10% slower (threads handed
+        // back, queues refilled): that cost must make the probes rarer, not
+        // more frequent (compared with the mean of the windows around it,
+        // the dip alone makes the probe look cheaper).
+        let linux_first = GuardConfig {
+            first: Arm::Os,
+            ..cfg()
+        };
+        let learner_periods = |dip: f64| {
+            let mut guard = Guard::new(linux_first);
+            let mut last: Option<Arm> = None;
+            let mut after_probe = false;
+            let mut learner = 0;
+            for _ in 0..4000 {
+                let progress = last.map(|arm| match arm {
+                    Arm::Learn => 0.85,
+                    Arm::Os if after_probe => 1.0 - dip,
+                    Arm::Os => 1.0,
+                });
+                let arm = guard.next(progress, Signs::default());
+                if arm == Arm::Learn {
+                    learner += 1;
+                    after_probe = true;
+                } else if last == Some(Arm::Os) && guard.window_period == 1 {
+                    // A new Linux window started after a whole Linux one.
+                    after_probe = false;
+                }
+                last = Some(arm);
+            }
+            assert_eq!(guard.champion(), Arm::Os);
+            learner
+        };
+        let (calm, disrupted) = (learner_periods(0.0), learner_periods(0.1));
+        assert!(calm > 0, "the learner is probed now and then");
+        assert!(
+            disrupted < calm,
+            "probes disrupting Linux's next window: {disrupted} learner periods, without: {calm}"
+        );
     }
 
     /// Runs `periods` periods where each arm yields the progress `rate(arm,
