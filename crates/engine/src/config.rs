@@ -434,10 +434,21 @@ mod tests {
         s.validate().expect("defaults are valid");
     }
 
+    /// A configuration file of `configs/`, parsed and validated (each
+    /// shipped file must be usable as it is).
+    fn shipped(name: &str, text: &str) -> Settings {
+        let s = Settings::from_toml_str(text).unwrap_or_else(|e| panic!("configs/{name} does not parse: {e}"));
+        s.validate()
+            .unwrap_or_else(|e| panic!("configs/{name} is not valid: {e}"));
+        s
+    }
+
     #[test]
     fn the_shipped_unguarded_learner_file_is_the_default_without_the_guard() {
-        let text = include_str!("../../../configs/unguarded-learner.toml");
-        let s = Settings::from_toml_str(text).expect("configs/unguarded-learner.toml is valid");
+        let s = shipped(
+            "unguarded-learner.toml",
+            include_str!("../../../configs/unguarded-learner.toml"),
+        );
         assert_eq!(s.learn.start, pinlearn_policy::Start::RoundRobin);
         assert_eq!(s.learn.pla.init_focus, 0.5);
         assert!(!s.learn.guard.enabled);
@@ -450,9 +461,7 @@ mod tests {
 
     #[test]
     fn the_shipped_crowd_moves_file_is_the_default_learner() {
-        let text = include_str!("../../../configs/crowd-moves.toml");
-        let s = Settings::from_toml_str(text).expect("configs/crowd-moves.toml is valid");
-        s.validate().expect("valid settings");
+        let s = shipped("crowd-moves.toml", include_str!("../../../configs/crowd-moves.toml"));
         assert_eq!(s.learn.moves, pinlearn_policy::Moves::Crowd);
         assert!(!s.learn.reset_on_exit);
         assert_eq!(
@@ -464,9 +473,7 @@ mod tests {
 
     #[test]
     fn the_shipped_drawn_moves_file_is_the_default_with_the_automata_s_draws() {
-        let text = include_str!("../../../configs/drawn-moves.toml");
-        let s = Settings::from_toml_str(text).expect("configs/drawn-moves.toml is valid");
-        s.validate().expect("valid settings");
+        let s = shipped("drawn-moves.toml", include_str!("../../../configs/drawn-moves.toml"));
         assert_eq!(s.learn.moves, pinlearn_policy::Moves::Drawn);
         assert!(s.learn.reset_on_exit);
         let defaults = Settings::default();
@@ -478,9 +485,10 @@ mod tests {
 
     #[test]
     fn the_shipped_papers_learner_file_gives_the_papers_values() {
-        let text = include_str!("../../../configs/papers-learner.toml");
-        let s = Settings::from_toml_str(text).expect("configs/papers-learner.toml is valid");
-        s.validate().expect("the papers' values are valid settings");
+        let s = shipped(
+            "papers-learner.toml",
+            include_str!("../../../configs/papers-learner.toml"),
+        );
         let learn = &s.learn;
         // Paper 000 Table IV (DESIGN.md §2).
         assert_eq!(s.interval, Duration::from_millis(50));
@@ -500,8 +508,7 @@ mod tests {
 
     #[test]
     fn the_shipped_probe_early_file_is_the_default_without_the_wait() {
-        let text = include_str!("../../../configs/probe-early.toml");
-        let s = Settings::from_toml_str(text).expect("configs/probe-early.toml is valid");
+        let s = shipped("probe-early.toml", include_str!("../../../configs/probe-early.toml"));
         assert_eq!(
             s.learn.guard.assumed_loss, 0.0,
             "the learner's first probe comes at once"
