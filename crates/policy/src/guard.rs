@@ -8,8 +8,9 @@
 //!        score before ────────────┘          │            └─── score after
 //!                                            ▼
 //!        (Linux champion, its window showed a blind spot (below) and the
-//!         learner's probe > before · (1 + decisive): the learner takes
-//!         over at once, without the window after)
+//!         learner's probe > max(before, Linux's window before it) ·
+//!         (1 + decisive): the learner takes over at once, without the
+//!         window after; a single bad Linux window is not a blind spot)
 //!        probe > mean(before, after) · (1 + margin) ?
 //!          yes ─► the probe's arm becomes champion, and the old one is
 //!                 probed again right after one window (a lucky window
@@ -190,6 +191,9 @@ pub struct Guard {
     count: u32,
     /// Score of the last champion window before the pending probe.
     before: Option<f64>,
+    /// Score of the champion window before that one, while the same arm
+    /// has been champion (a one-window drop must not look like a blind spot).
+    earlier: Option<f64>,
     /// Score of the probe waiting for the champion window after it.
     probe: Option<f64>,
     /// Signs of Linux's blind spots summed over the scored periods of the
@@ -233,6 +237,7 @@ impl Guard {
             sum: 0.0,
             count: 0,
             before: None,
+            earlier: None,
             probe: None,
             signs_sum: Signs::default(),
             signs_count: Signs::default(),
@@ -345,12 +350,13 @@ impl Guard {
                 && self.linux_looks_blind()
                 && let (Some(probe), Some(before)) = (score, self.before)
                 && before > 0.0
-                && probe > before * (1.0 + self.cfg.decisive)
+                && probe > before.max(self.earlier.unwrap_or(0.0)) * (1.0 + self.cfg.decisive)
             {
                 self.champion = Arm::Learn;
                 self.stats.switches += 1;
                 self.other = Some(before);
                 self.before = Some(probe);
+                self.earlier = None;
                 self.since_probe = 0;
                 return;
             }
@@ -377,6 +383,7 @@ impl Guard {
                     self.confirm = probe < base * (1.0 + self.cfg.decisive);
                     self.since_probe = 0;
                     self.before = Some(probe);
+                    self.earlier = None;
                     self.window_arm = self.champion;
                     return;
                 }
@@ -395,7 +402,10 @@ impl Guard {
                 self.other = Some(probe);
             }
         }
-        self.before = score.or(self.before);
+        if score.is_some() {
+            self.earlier = self.before;
+            self.before = score;
+        }
         self.since_probe += 1;
         let expected_loss = match (self.other, self.before) {
             (Some(other), Some(current)) if current > 0.0 => (1.0 - other / current).max(0.0),
@@ -651,6 +661,41 @@ mod tests {
         });
         let arms = run_waiting(&mut guard, 84, 1.0);
         assert!(arms.iter().all(|&a| a == Arm::Os));
+    }
+
+    #[test]
+    fn one_bad_linux_window_is_not_a_blind_spot() {
+        // Linux's first window makes 10 units of work per second; its
+        // second drops to `dip` and shows waiting threads (a load moved,
+        // Linux is rebalancing); the learner's probe then makes 3. Against
+        // a lasting blind spot (Linux at 1 in both windows) that is a
+        // decisive win and the learner takes over at once; after a single
+        // bad window it is compared with Linux's next window as usual.
+        let arms_after = |first: f64| {
+            let mut guard = Guard::new(GuardConfig {
+                window: 4,
+                ..GuardConfig::default()
+            });
+            let mut arms = Vec::new();
+            let mut last: Option<Arm> = None;
+            for period in 0..16_usize {
+                // What the period before this call measured, by its window.
+                let measured = last.zip(period.checked_sub(1).map(|p| p / 4));
+                let (progress, waiting) = match measured {
+                    None => (None, None),
+                    Some((Arm::Learn, _)) => (Some(3.0), Some(0.05)),
+                    Some((Arm::Os, 0)) => (Some(first), Some(0.05)),
+                    Some((Arm::Os, _)) => (Some(1.0), Some(0.9)),
+                };
+                let arm = guard.next(progress, Signs { waiting, queued: None });
+                arms.push(arm);
+                last = Some(arm);
+            }
+            arms
+        };
+        let expected = |fourth: Arm| [[Arm::Os; 4], [Arm::Os; 4], [Arm::Learn; 4], [fourth; 4]].concat();
+        assert_eq!(arms_after(1.0), expected(Arm::Learn), "a lasting blind spot");
+        assert_eq!(arms_after(10.0), expected(Arm::Os), "one bad window");
     }
 
     #[test]
