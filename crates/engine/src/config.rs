@@ -484,6 +484,31 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_probe_budget_file_keeps_the_first_probe_s_wait() {
+        let s = shipped(
+            "probe-budget-1.5.toml",
+            include_str!("../../../configs/probe-budget-1.5.toml"),
+        );
+        let (guard, defaults) = (s.learn.guard, Settings::default().learn.guard);
+        assert_eq!((guard.probe_cost, guard.assumed_loss), (0.015, 0.225));
+        assert_eq!(
+            (guard.assumed_loss / guard.probe_cost).round(),
+            (defaults.assumed_loss / defaults.probe_cost).round(),
+            "the first probe waits as many windows as by default"
+        );
+        assert_eq!(
+            pinlearn_policy::GuardConfig {
+                probe_cost: defaults.probe_cost,
+                assumed_loss: defaults.assumed_loss,
+                ..guard
+            },
+            defaults,
+            "the rest stays default"
+        );
+        assert_eq!(s.learn.moves, Settings::default().learn.moves);
+    }
+
+    #[test]
     fn the_shipped_papers_learner_file_gives_the_papers_values() {
         let s = shipped(
             "papers-learner.toml",
