@@ -563,18 +563,32 @@ mod tests {
         );
     }
 
-    /// Runs `periods` periods where each arm yields the progress `rate(arm,
-    /// period)`, and returns the arms in order.
-    fn run(guard: &mut Guard, periods: usize, rate: impl Fn(Arm, usize) -> f64) -> Vec<Arm> {
+    /// Runs `periods` periods where the arm of the period before call
+    /// `period` measured `measure(arm, period)` (its progress and signs; the
+    /// first call measures nothing), and returns the arms in order.
+    fn run_measured(
+        guard: &mut Guard,
+        periods: usize,
+        measure: impl Fn(Arm, usize) -> (f64, Signs<Option<f64>>),
+    ) -> Vec<Arm> {
         let mut arms = Vec::new();
         let mut last: Option<Arm> = None;
         for period in 0..periods {
-            let progress = last.map(|arm| rate(arm, period));
-            let arm = guard.next(progress, Signs::default());
+            let (progress, signs) = match last.map(|arm| measure(arm, period)) {
+                Some((progress, signs)) => (Some(progress), signs),
+                None => (None, Signs::default()),
+            };
+            let arm = guard.next(progress, signs);
             arms.push(arm);
             last = Some(arm);
         }
         arms
+    }
+
+    /// Runs `periods` periods where each arm yields the progress `rate(arm,
+    /// period)` and no signs, and returns the arms in order.
+    fn run(guard: &mut Guard, periods: usize, rate: impl Fn(Arm, usize) -> f64) -> Vec<Arm> {
+        run_measured(guard, periods, |arm, period| (rate(arm, period), Signs::default()))
     }
 
     /// Periods with Linux's threads spending `waiting` of their CPU time in
@@ -590,23 +604,16 @@ mod tests {
     /// Periods where Linux's windows show `os_signs` (the learner's show
     /// little of either), the learner's twice as fast as Linux's.
     fn run_signs(guard: &mut Guard, periods: usize, os_signs: Signs<Option<f64>>) -> Vec<Arm> {
-        let mut arms = Vec::new();
-        let mut last: Option<Arm> = None;
-        for _ in 0..periods {
-            let progress = last.map(|arm| if arm == Arm::Learn { 2.0 } else { 1.0 });
-            let signs = match last {
-                Some(Arm::Os) => os_signs,
-                Some(Arm::Learn) => Signs {
+        run_measured(guard, periods, |arm, _| match arm {
+            Arm::Os => (1.0, os_signs),
+            Arm::Learn => (
+                2.0,
+                Signs {
                     waiting: os_signs.waiting.map(|_| 0.05),
                     queued: os_signs.queued.map(|_| 0.05),
                 },
-                None => Signs::default(),
-            };
-            let arm = guard.next(progress, signs);
-            arms.push(arm);
-            last = Some(arm);
-        }
-        arms
+            ),
+        })
     }
 
     #[test]
@@ -676,22 +683,20 @@ mod tests {
                 window: 4,
                 ..GuardConfig::default()
             });
-            let mut arms = Vec::new();
-            let mut last: Option<Arm> = None;
-            for period in 0..16_usize {
-                // What the period before this call measured, by its window.
-                let measured = last.zip(period.checked_sub(1).map(|p| p / 4));
-                let (progress, waiting) = match measured {
-                    None => (None, None),
-                    Some((Arm::Learn, _)) => (Some(3.0), Some(0.05)),
-                    Some((Arm::Os, 0)) => (Some(first), Some(0.05)),
-                    Some((Arm::Os, _)) => (Some(1.0), Some(0.9)),
+            // The period measured is the one before the call, in window
+            // (period - 1) / 4.
+            run_measured(&mut guard, 16, |arm, period| {
+                let (progress, waiting) = match (arm, (period - 1) / 4) {
+                    (Arm::Learn, _) => (3.0, 0.05),
+                    (Arm::Os, 0) => (first, 0.05),
+                    (Arm::Os, _) => (1.0, 0.9),
                 };
-                let arm = guard.next(progress, Signs { waiting, queued: None });
-                arms.push(arm);
-                last = Some(arm);
-            }
-            arms
+                let signs = Signs {
+                    waiting: Some(waiting),
+                    queued: None,
+                };
+                (progress, signs)
+            })
         };
         let expected = |fourth: Arm| [[Arm::Os; 4], [Arm::Os; 4], [Arm::Learn; 4], [fourth; 4]].concat();
         assert_eq!(arms_after(1.0), expected(Arm::Learn), "a lasting blind spot");
