@@ -158,7 +158,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 21] = [
+        let checks: [(&'static str, f64, bool, &'static str); 22] = [
             (
                 "crowd.margin",
                 self.crowd.margin,
@@ -240,6 +240,12 @@ impl LearnConfig {
                 self.guard.decisive,
                 self.guard.decisive >= self.guard.margin && self.guard.decisive.is_finite(),
                 ">= guard.margin",
+            ),
+            (
+                "guard.replay_change",
+                self.guard.replay_change,
+                self.guard.replay_change >= 0.0 && self.guard.replay_change.is_finite(),
+                ">= 0",
             ),
             (
                 "guard.blind_waiting",

@@ -110,6 +110,22 @@ impl Crowd {
         }
     }
 
+    /// The first time after `now_s` at which the load believed on a core
+    /// none of the program's threads holds (`held` false) is forgotten, so
+    /// that the core looks idle and may be tried again; `None` when no
+    /// such core carries a load still believed.
+    pub fn next_forgetting(&self, now_s: f64, cfg: &CrowdConfig, held: impl Fn(usize) -> bool) -> Option<f64> {
+        self.others
+            .iter()
+            .enumerate()
+            .filter_map(|(place, belief)| {
+                let (others, at) = (*belief)?;
+                let until = at + cfg.forget_s;
+                (others > 0.0 && until > now_s && !held(place)).then_some(until)
+            })
+            .min_by(f64::total_cmp)
+    }
+
     /// The new place of every occupant (aligned with `occupants`), at time
     /// `now_s`; an occupant moves only to a core of `areas[occupant.area]`.
     pub fn moves(
@@ -231,6 +247,30 @@ mod tests {
             0.0,
         );
         assert_eq!(moved, vec![2, 0, 1], "one of the pair goes, the other stays");
+    }
+
+    #[test]
+    fn a_loaded_core_left_behind_is_forgotten_after_forget_s() {
+        // One node, cores 0 and 1: a thread measured half of core 0 (another
+        // program has the rest), then moved to core 1, which it has alone.
+        let layout = Layout::uniform(1, 2);
+        let cfg = CrowdConfig::default();
+        let areas = node_areas(&layout);
+        let mut crowd = Crowd::default();
+        crowd.moves(&layout, &cfg, &areas, &[at(0, Some(0.5))], 10.0);
+        crowd.moves(&layout, &cfg, &areas, &[at(1, Some(1.0))], 11.0);
+        let on_core_1 = |place: usize| place == 1;
+        assert_eq!(crowd.next_forgetting(11.0, &cfg, on_core_1), Some(10.0 + cfg.forget_s));
+        assert_eq!(
+            crowd.next_forgetting(10.0 + cfg.forget_s, &cfg, on_core_1),
+            None,
+            "forgotten"
+        );
+        // Held cores are not forgotten, and an idle core has nothing to forget.
+        assert_eq!(crowd.next_forgetting(11.0, &cfg, |_| true), None);
+        let mut idle = Crowd::default();
+        idle.moves(&layout, &cfg, &areas, &[at(0, Some(1.0))], 10.0);
+        assert_eq!(idle.next_forgetting(11.0, &cfg, on_core_1), None);
     }
 
     #[test]

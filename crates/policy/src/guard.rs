@@ -32,7 +32,13 @@
 //!        time in waiting code (spinning at barriers: probe at once), or
 //!        its threads spent >= blind_queued of their runnable time queued
 //!        for a CPU while the program had fewer CPUs than it may use;
-//!        never more than `max_gap` champion windows between probes
+//!        never more than `max_gap` champion windows between probes;
+//!        held back (up to `max_gap`) once two of the learner's probes in
+//!        a row lost while it moved no thread (the policy reports its
+//!        places each period, `placed`): the same probe would lose
+//!        again, until Linux's window score moves by more than
+//!        `replay_change` from the one it lost to, or the learner's
+//!        threads change (`learner_changed`)
 //!
 //!   score of a window = mean application progress over its periods,
 //!   the first one left out (threads are still moving there)
@@ -108,6 +114,13 @@ pub struct GuardConfig {
     /// without the old champion being probed again right after; a smaller
     /// win is confirmed at once. At least `margin`.
     pub decisive: f64,
+    /// Once two of the learner's probes in a row lost while it moved no
+    /// thread (it tried nothing new), the next one would be the same
+    /// again: it waits (up to `max_gap` windows) until Linux's window score
+    /// moves by more than this share from the score the last one lost to,
+    /// or the learner's threads change. At least 0; 0 turns it off (every
+    /// probe the budget allows).
+    pub replay_change: f64,
 }
 
 impl Default for GuardConfig {
@@ -123,6 +136,7 @@ impl Default for GuardConfig {
             blind_waiting: 0.25,
             blind_queued: 0.3,
             decisive: 0.5,
+            replay_change: 0.1,
         }
     }
 }
@@ -196,6 +210,18 @@ pub struct Guard {
     earlier: Option<f64>,
     /// Score of the probe waiting for the champion window after it.
     probe: Option<f64>,
+    /// The learner's places in the first period of its window in progress
+    /// ([`Guard::placed`]), whether every period since kept them, and
+    /// whether the probe waiting for the champion window after it did.
+    window_places: Vec<(ThreadKey, usize)>,
+    settled: bool,
+    probe_settled: bool,
+    /// Linux's score that the learner's last probe lost to while the
+    /// learner had settled: the same probe again would lose again, so it
+    /// waits for that score to change ([`GuardConfig::replay_change`]).
+    replay: Option<f64>,
+    /// The learner's probes lost in a row while it moved no thread.
+    settled_losses: u32,
     /// Signs of Linux's blind spots summed over the scored periods of the
     /// window in progress.
     signs_sum: Signs<f64>,
@@ -239,6 +265,11 @@ impl Guard {
             before: None,
             earlier: None,
             probe: None,
+            window_places: Vec::new(),
+            settled: false,
+            probe_settled: false,
+            replay: None,
+            settled_losses: 0,
             signs_sum: Signs::default(),
             signs_count: Signs::default(),
             os_signs: Signs::default(),
@@ -267,6 +298,35 @@ impl Guard {
     fn linux_looks_blind(&self) -> bool {
         let at_least = |sign: Option<f64>, threshold: f64| threshold < 1.0 && sign.is_some_and(|v| v >= threshold);
         at_least(self.os_signs.waiting, self.cfg.blind_waiting) || at_least(self.os_signs.queued, self.cfg.blind_queued)
+    }
+
+    /// Records where the learner put the threads in the period
+    /// [`Guard::next`] just gave it (`place` aligned with `threads`; other
+    /// periods are ignored). Only for a policy whose places follow from
+    /// what it measured (best replies, a spread), not one that draws them
+    /// at random: its next probe may explore what this one did not. A probe that lost while every period kept the
+    /// places of its first (the learner tried nothing new: its next probe
+    /// would be the same) is not replayed while nothing changes
+    /// ([`GuardConfig::replay_change`]).
+    pub fn placed(&mut self, threads: &[crate::ThreadSample], place: &[usize]) {
+        if !self.cfg.enabled || self.window_arm != Arm::Learn {
+            return;
+        }
+        let now = threads.iter().map(|t| t.key).zip(place.iter().copied());
+        if self.window_period == 1 {
+            self.window_places.clear();
+            self.window_places.extend(now);
+            self.settled = true;
+        } else {
+            self.settled = self.settled && now.eq(self.window_places.iter().copied());
+        }
+    }
+
+    /// The learner's threads changed (one appeared or ended, or the NUMA
+    /// level moved one): its next probe is a new placement.
+    pub fn learner_changed(&mut self) {
+        self.replay = None;
+        self.settled_losses = 0;
     }
 
     /// The arm the last call of [`Guard::next`] returned.
@@ -328,6 +388,8 @@ impl Guard {
     /// picks the next window's arm.
     fn close_window(&mut self) {
         let score = (self.count > 0).then(|| self.sum / f64::from(self.count));
+        // Settled only if the policy said so in this window's periods.
+        let settled = std::mem::take(&mut self.settled);
         self.sum = 0.0;
         self.count = 0;
         if self.window_arm == Arm::Os {
@@ -355,6 +417,8 @@ impl Guard {
                 self.champion = Arm::Learn;
                 self.stats.switches += 1;
                 self.other = Some(before);
+                self.replay = None;
+                self.settled_losses = 0;
                 self.before = Some(probe);
                 self.earlier = None;
                 self.since_probe = 0;
@@ -362,6 +426,7 @@ impl Guard {
             }
             // A probe ended: the next window is the champion's, to compare.
             self.probe = score;
+            self.probe_settled = self.window_arm == Arm::Learn && settled;
             self.window_arm = self.champion;
             return;
         }
@@ -375,6 +440,8 @@ impl Guard {
                     self.champion = self.champion.other();
                     self.stats.switches += 1;
                     self.other = Some(base);
+                    self.replay = None;
+                    self.settled_losses = 0;
                     // A lucky window must not decide for long: the old
                     // champion is probed again at once, unless the win was
                     // decisive (where Linux is blind, the learner's probe
@@ -400,6 +467,17 @@ impl Guard {
                     self.spent += (1.0 - after / before).max(0.0);
                 }
                 self.other = Some(probe);
+                // Held after the second such loss in a row: one window can
+                // mislead (a program starting up, a passing load), and the
+                // same places may win the next time.
+                if std::mem::take(&mut self.probe_settled) {
+                    self.settled_losses += 1;
+                    if self.settled_losses >= 2 && self.cfg.replay_change > 0.0 {
+                        self.replay = Some(base);
+                    }
+                } else {
+                    self.settled_losses = 0;
+                }
             }
         }
         if score.is_some() {
@@ -415,7 +493,16 @@ impl Guard {
             _ if self.champion == Arm::Os && self.linux_looks_blind() => 0.0,
             _ => self.cfg.assumed_loss,
         };
-        let affordable = self.spent + expected_loss <= self.cfg.probe_cost * (self.windows + 1) as f64;
+        // The learner's last probe lost without it moving a thread: the
+        // same probe would lose the same way while Linux's score stays
+        // where it was.
+        if let (Some(lost_to), Some(current)) = (self.replay, self.before)
+            && (current - lost_to).abs() > lost_to.abs() * self.cfg.replay_change
+        {
+            self.replay = None;
+        }
+        let replays = self.champion == Arm::Os && self.replay.is_some();
+        let affordable = !replays && self.spent + expected_loss <= self.cfg.probe_cost * (self.windows + 1) as f64;
         if std::mem::take(&mut self.confirm) || affordable || self.since_probe >= self.cfg.max_gap.max(1) {
             self.since_probe = 0;
             self.window_arm = self.champion.other();
@@ -701,6 +788,105 @@ mod tests {
         let expected = |fourth: Arm| [[Arm::Os; 4], [Arm::Os; 4], [Arm::Learn; 4], [fourth; 4]].concat();
         assert_eq!(arms_after(1.0), expected(Arm::Learn), "a lasting blind spot");
         assert_eq!(arms_after(10.0), expected(Arm::Os), "one bad window");
+    }
+
+    /// One thread, for [`Guard::placed`].
+    const ONE_THREAD: [crate::ThreadSample; 1] = [crate::ThreadSample {
+        key: 1,
+        speed: None,
+        share: None,
+    }];
+
+    /// The periods that start a learner window when Linux makes
+    /// `linux(period)` and the learner 0.7; the learner keeps its thread on
+    /// one place when `settled`, else moves it every period.
+    fn learner_window_starts(cfg: GuardConfig, settled: bool, linux: impl Fn(usize) -> f64) -> Vec<usize> {
+        let mut guard = Guard::new(cfg);
+        let mut starts = Vec::new();
+        let mut last: Option<Arm> = None;
+        for period in 0..3000 {
+            let progress = last.map(|arm| match arm {
+                Arm::Learn => 0.7,
+                Arm::Os => linux(period),
+            });
+            let arm = guard.next(progress, Signs::default());
+            guard.placed(&ONE_THREAD, &[if settled { 0 } else { period % 2 }]);
+            if arm == Arm::Learn && last != Some(Arm::Learn) {
+                starts.push(period);
+            }
+            last = Some(arm);
+        }
+        assert_eq!(guard.champion(), Arm::Os);
+        starts
+    }
+
+    #[test]
+    fn a_settled_learner_s_lost_probe_waits_until_linux_s_score_moves() {
+        let steady = |_| 1.0;
+        // 500 windows: the budget pays for a probe losing 30% every 15.
+        let replaying = learner_window_starts(GuardConfig::default(), false, steady);
+        assert!(replaying.len() >= 25, "{replaying:?}");
+        let off = GuardConfig {
+            replay_change: 0.0,
+            ..GuardConfig::default()
+        };
+        assert_eq!(
+            learner_window_starts(off, true, steady),
+            replaying,
+            "replay_change = 0: as before"
+        );
+        // A learner that moved nothing in its probes would replay them:
+        // after the second such loss only max_gap (64 windows) brings it
+        // back while Linux stays at 1. One loss alone holds nothing.
+        let held = learner_window_starts(GuardConfig::default(), true, steady);
+        assert!(held.len() <= 10, "{held:?}");
+        assert_eq!(&held[..2], &replaying[..2], "the first two probes as the budget says");
+        assert!(held[2..].windows(2).all(|w| w[1] - w[0] >= 6 * 64), "{held:?}");
+        assert!(held[2] - held[1] >= 6 * 64, "{held:?}");
+        // Linux's score moving by more than replay_change (a load arrived;
+        // Linux still the better) brings the probe back within two windows.
+        let held = learner_window_starts(
+            GuardConfig::default(),
+            true,
+            |period| if period < 1500 { 1.0 } else { 0.8 },
+        );
+        let next = held.iter().find(|&&p| p >= 1500).expect("a probe after the change");
+        assert!(*next <= 1500 + 2 * 6, "{held:?}");
+        // Noise inside it does not.
+        let held = learner_window_starts(
+            GuardConfig::default(),
+            true,
+            |period| if period % 12 < 6 { 0.96 } else { 1.04 },
+        );
+        assert!(held.len() <= 9, "{held:?}");
+    }
+
+    #[test]
+    fn a_change_of_the_learner_s_threads_ends_the_wait() {
+        // Linux makes 1.0, the settled learner's probes 0.7 (as above).
+        fn step(guard: &mut Guard, last: &mut Option<Arm>) -> Arm {
+            let progress = last.map(|arm| if arm == Arm::Learn { 0.7 } else { 1.0 });
+            let arm = guard.next(progress, Signs::default());
+            guard.placed(&ONE_THREAD, &[0]);
+            *last = Some(arm);
+            arm
+        }
+        fn probed_within_two_windows(guard: &mut Guard, last: &mut Option<Arm>) -> bool {
+            (0..12).any(|_| step(guard, last) == Arm::Learn)
+        }
+        let mut guard = Guard::new(GuardConfig::default());
+        let mut last = None;
+        for _ in 0..1500 {
+            step(&mut guard, &mut last);
+        }
+        assert!(guard.replay.is_some(), "the settled learner's lost probe is held");
+        let (mut changed, mut changed_last) = (guard.clone(), last);
+        changed.learner_changed();
+        assert!(
+            probed_within_two_windows(&mut changed, &mut changed_last),
+            "a new placement is probed"
+        );
+        assert!(!probed_within_two_windows(&mut guard, &mut last), "the same one waits");
     }
 
     #[test]

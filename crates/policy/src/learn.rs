@@ -33,6 +33,11 @@
 //!            ─► Decision { place, utility = u }
 //!
 //!   before 2: guard.next(progress) says whose window this is (guard.rs);
+//!   after 4 with crowd moves, guard.placed(places): a probe that lost
+//!   while no thread moved is not replayed while nothing changes (the
+//!   learner tells the guard when threads appear or end, and when the
+//!   crowd forgets a loaded core it does not hold, which the next probe
+//!   may then try);
 //!   in an Os window every thread gets the whole machine and nothing is
 //!   learned (its first period puts each thread back on the core Linux had
 //!   given it: the hand-back); the first learner period after one keeps the
@@ -90,6 +95,9 @@ pub struct LearnPolicy {
     /// The threads were seen spinning (a period's waiting share reached
     /// `guard.blind_waiting`): run shares do not tell crowding then.
     spinning: bool,
+    /// When the crowd forgets the load of a core the threads do not hold
+    /// (crowd moves): the guard's wait for a new placement ends then.
+    forgets_at: Option<f64>,
 }
 
 #[derive(Clone, Debug)]
@@ -135,6 +143,7 @@ impl LearnPolicy {
             node_cores,
             started: false,
             spinning: false,
+            forgets_at: None,
         }
     }
 
@@ -244,6 +253,7 @@ impl LearnPolicy {
         );
         let mut previous = std::mem::take(&mut self.threads).into_iter().peekable();
         let mut ended = false;
+        let mut appeared = false;
         let mut threads = Vec::with_capacity(input.threads.len());
         for sample in input.threads {
             while previous.next_if(|t| t.key < sample.key).is_some() {
@@ -251,12 +261,19 @@ impl LearnPolicy {
             }
             let thread = match previous.next_if(|t| t.key == sample.key) {
                 Some(thread) => thread,
-                None => self.assign_round_robin(sample.key),
+                None => {
+                    appeared = true;
+                    self.assign_round_robin(sample.key)
+                }
             };
             threads.push(thread);
         }
         ended |= previous.next().is_some();
         self.threads = threads;
+        if ended || appeared {
+            // A new placement for the guard's next probe of the learner.
+            self.guard.learner_changed();
+        }
 
         if ended && self.cfg.reset_on_exit {
             self.round_robin = 0;
@@ -338,6 +355,36 @@ impl LearnPolicy {
         place
     }
 
+    /// Step 4 with `moves = "drawn"` (or without crowd moves): each
+    /// measured thread's automaton draws its place; fresh and unmeasured
+    /// threads keep theirs.
+    fn drawn_moves(&mut self, speeds: &[Option<f64>]) -> Vec<usize> {
+        let rng = &mut self.rng;
+        let (layout, core_level) = (&self.layout, self.cfg.core_level);
+        // Where Linux measured decisively worse, a thread's whole-node
+        // action (Linux places it) is known to lose: only cores are drawn.
+        let cores_only = self.guard.os_blind();
+        let is_core = |place: usize| layout.is_core(place);
+        // A thread that was not measured this period (it hardly ran) keeps
+        // its place: a new draw would move it without anything learned.
+        self.threads
+            .iter_mut()
+            .zip(speeds)
+            .map(|(thread, speed)| {
+                if !core_level {
+                    thread.fresh = false;
+                    layout.node_place(thread.numa.node)
+                } else if std::mem::take(&mut thread.fresh) || speed.is_none() {
+                    thread.pla.current()
+                } else if cores_only {
+                    thread.pla.choose_among(rng, is_core)
+                } else {
+                    thread.pla.choose(rng)
+                }
+            })
+            .collect()
+    }
+
     /// Step 3 on a NUMA tick: one aspiration step over the mean speeds since
     /// the last tick, then the (at most one) migration.
     fn numa_tick(&mut self) {
@@ -380,6 +427,12 @@ impl Policy for LearnPolicy {
         self.reconcile(input);
 
         self.spinning |= input.waiting.is_some_and(|w| w >= self.cfg.guard.blind_waiting);
+        if self.forgets_at.is_some_and(|at| input.time_s >= at) {
+            // A core the crowd believed loaded looks idle now: the learner's
+            // next probe may try it.
+            self.forgets_at = None;
+            self.guard.learner_changed();
+        }
         let arm = self.guard.next(input.progress_or_speed_sum(), Signs::of(input));
         if let Some(place) = self.hand_back.places(input, arm, self.layout.whole()) {
             // The OS's window: nothing is learned from it, and the first
@@ -424,35 +477,18 @@ impl Policy for LearnPolicy {
             }
         }
 
-        if self.cfg.core_level && self.crowd_moves_on() {
+        let place = if self.cfg.core_level && self.crowd_moves_on() {
             let place = self.crowd_moves(input, after_os);
-            return Decision { place, utility };
-        }
-        let rng = &mut self.rng;
-        let (layout, core_level) = (&self.layout, self.cfg.core_level);
-        // Where Linux measured decisively worse, a thread's whole-node
-        // action (Linux places it) is known to lose: only cores are drawn.
-        let cores_only = self.guard.os_blind();
-        let is_core = |place: usize| layout.is_core(place);
-        // A thread that was not measured this period (it hardly ran) keeps
-        // its place: a new draw would move it without anything learned.
-        let place = self
-            .threads
-            .iter_mut()
-            .zip(&speeds)
-            .map(|(thread, speed)| {
-                if !core_level {
-                    thread.fresh = false;
-                    layout.node_place(thread.numa.node)
-                } else if std::mem::take(&mut thread.fresh) || speed.is_none() {
-                    thread.pla.current()
-                } else if cores_only {
-                    thread.pla.choose_among(rng, is_core)
-                } else {
-                    thread.pla.choose(rng)
-                }
-            })
-            .collect();
+            // Best replies: a probe in which none moved would be the same
+            // again (drawn places may explore next time, so they are not
+            // reported), until a core's believed load is forgotten.
+            self.guard.placed(input.threads, &place);
+            let held = |core: usize| place.contains(&core);
+            self.forgets_at = self.crowd.next_forgetting(input.time_s, &self.cfg.crowd, held);
+            place
+        } else {
+            self.drawn_moves(&speeds)
+        };
         Decision { place, utility }
     }
 }
@@ -581,6 +617,56 @@ mod tests {
         }
         assert!(blind_draws > 1000, "the learner led decisively: {blind_draws} periods");
         assert_eq!(whole_draws, 0, "no thread left to Linux while it measured blind");
+    }
+
+    /// Learner periods over 3000 when Linux makes 1.0 and the learner's
+    /// places 0.7, each thread alone on its core (crowd moves see nothing
+    /// to gain, so none moves); a third thread appears at period `arrival`.
+    /// Returns them and the learner periods from `arrival` on.
+    fn learner_periods_beside_a_better_linux(cfg: LearnConfig, arrival: u64) -> (usize, Vec<u64>) {
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 3), cfg, 3);
+        let whole = policy.layout().whole();
+        let sample = |key| ThreadSample {
+            key,
+            speed: Some(1.0),
+            share: Some(1.0),
+        };
+        let (two, three) = ([sample(1), sample(2)], [sample(1), sample(2), sample(3)]);
+        let mut learner = 0;
+        let mut after = Vec::new();
+        let mut last_was_linux = true;
+        for period in 0..3000 {
+            let threads: &[ThreadSample] = if period < arrival { &two } else { &three };
+            let mut input = input(period, threads, false);
+            input.progress = Some(if last_was_linux { 1.0 } else { 0.7 });
+            let decision = policy.decide(&input);
+            last_was_linux = decision.place.contains(&whole);
+            if policy.guard().arm() == Arm::Learn {
+                learner += 1;
+                if period >= arrival {
+                    after.push(period);
+                }
+            }
+        }
+        (learner, after)
+    }
+
+    #[test]
+    fn a_learner_that_moves_nothing_is_not_probed_again_and_again() {
+        let off = LearnConfig {
+            guard: GuardConfig {
+                replay_change: 0.0,
+                ..GuardConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        let (replayed, _) = learner_periods_beside_a_better_linux(off, u64::MAX);
+        let (held, _) = learner_periods_beside_a_better_linux(LearnConfig::default(), u64::MAX);
+        assert!(held * 2 < replayed, "learner periods: {held} held, {replayed} replayed");
+        // A new thread makes the next probe a new placement: it comes as
+        // soon as the budget allows, within a few windows here.
+        let (_, after) = learner_periods_beside_a_better_linux(LearnConfig::default(), 2000);
+        assert!(after.first().is_some_and(|&p| p < 2000 + 4 * 6), "{after:?}");
     }
 
     #[test]

@@ -732,6 +732,8 @@ impl Policy for BubblesPolicy {
             }
             self.respread();
             self.last_spread = Some(input.period);
+            // A new spread: the guard's next probe is a new placement.
+            self.guard.learner_changed();
         }
         let utility: Vec<f64> = input
             .threads
@@ -749,7 +751,11 @@ impl Policy for BubblesPolicy {
                 }
                 linux
             }
-            None => self.cores_inside(input),
+            None => {
+                let place = self.cores_inside(input);
+                self.guard.placed(input.threads, &place);
+                place
+            }
         };
         Decision { place, utility }
     }
