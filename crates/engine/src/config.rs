@@ -484,28 +484,45 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_probe_budget_file_keeps_the_first_probe_s_wait() {
-        let s = shipped(
-            "probe-budget-1.5.toml",
-            include_str!("../../../configs/probe-budget-1.5.toml"),
-        );
-        let (guard, defaults) = (s.learn.guard, Settings::default().learn.guard);
-        assert_eq!((guard.probe_cost, guard.assumed_loss), (0.015, 0.225));
+    fn the_shipped_probe_budget_files_keep_the_first_probe_s_wait() {
+        let files = [
+            (
+                "probe-budget-1.5.toml",
+                include_str!("../../../configs/probe-budget-1.5.toml"),
+                (0.015, 0.225),
+            ),
+            (
+                "probe-budget-2.toml",
+                include_str!("../../../configs/probe-budget-2.toml"),
+                (0.02, 0.3),
+            ),
+        ];
+        let defaults = Settings::default().learn.guard;
         assert_eq!(
-            (guard.assumed_loss / guard.probe_cost).round(),
-            (defaults.assumed_loss / defaults.probe_cost).round(),
-            "the first probe waits as many windows as by default"
+            (defaults.probe_cost, defaults.assumed_loss),
+            (0.015, 0.225),
+            "1.5% by default"
         );
-        assert_eq!(
-            pinlearn_policy::GuardConfig {
-                probe_cost: defaults.probe_cost,
-                assumed_loss: defaults.assumed_loss,
-                ..guard
-            },
-            defaults,
-            "the rest stays default"
-        );
-        assert_eq!(s.learn.moves, Settings::default().learn.moves);
+        for (name, text, budget) in files {
+            let s = shipped(name, text);
+            let guard = s.learn.guard;
+            assert_eq!((guard.probe_cost, guard.assumed_loss), budget, "{name}");
+            assert_eq!(
+                (guard.assumed_loss / guard.probe_cost).round(),
+                (defaults.assumed_loss / defaults.probe_cost).round(),
+                "{name}: the first probe waits as many windows as by default"
+            );
+            assert_eq!(
+                pinlearn_policy::GuardConfig {
+                    probe_cost: defaults.probe_cost,
+                    assumed_loss: defaults.assumed_loss,
+                    ..guard
+                },
+                defaults,
+                "{name}: the rest stays default"
+            );
+            assert_eq!(s.learn.moves, Settings::default().learn.moves);
+        }
     }
 
     #[test]

@@ -129,8 +129,8 @@ impl Default for GuardConfig {
             enabled: true,
             window: 6,
             margin: 0.02,
-            probe_cost: 0.02,
-            assumed_loss: 0.3,
+            probe_cost: 0.015,
+            assumed_loss: 0.225,
             max_gap: 64,
             first: Arm::Os,
             blind_waiting: 0.25,
@@ -502,7 +502,10 @@ impl Guard {
             self.replay = None;
         }
         let replays = self.champion == Arm::Os && self.replay.is_some();
-        let affordable = !replays && self.spent + expected_loss <= self.cfg.probe_cost * (self.windows + 1) as f64;
+        // (With a margin for rounding: 0.015 x 15 falls just short of 0.225
+        // in floating point, which put the first probe a window late.)
+        let budget = self.cfg.probe_cost * (self.windows + 1) as f64 + 1e-9;
+        let affordable = !replays && self.spent + expected_loss <= budget;
         if std::mem::take(&mut self.confirm) || affordable || self.since_probe >= self.cfg.max_gap.max(1) {
             self.since_probe = 0;
             self.window_arm = self.champion.other();
@@ -571,14 +574,15 @@ mod tests {
             window: 4,
             first: Arm::Learn,
             assumed_loss: 0.0,
+            probe_cost: 0.02,
             ..GuardConfig::default()
         }
     }
 
     #[test]
     fn by_default_linux_runs_until_the_run_can_afford_a_probe() {
-        // Nothing measured yet: a probe is assumed to lose 30%, which 2% of
-        // the run pays for after 15 windows (90 periods of 6).
+        // Nothing measured yet: a probe is assumed to lose 22.5%, which
+        // 1.5% of the run pays for after 15 windows (90 periods of 6).
         let mut guard = Guard::new(GuardConfig::default());
         let arms = run(
             &mut guard,
