@@ -111,17 +111,23 @@ impl Crowd {
     }
 
     /// The first time after `now_s` at which the load believed on a core
-    /// none of the program's threads holds (`held` false) is forgotten, so
-    /// that the core looks idle and may be tried again; `None` when no
-    /// such core carries a load still believed.
-    pub fn next_forgetting(&self, now_s: f64, cfg: &CrowdConfig, held: impl Fn(usize) -> bool) -> Option<f64> {
+    /// none of the program's threads holds (none of `places`, the threads'
+    /// places) is forgotten, so that the core looks idle and may be tried
+    /// again; `None` when no such core carries a load still believed.
+    pub fn next_forgetting(&self, now_s: f64, cfg: &CrowdConfig, places: &[usize]) -> Option<f64> {
+        let mut held = vec![false; self.others.len()];
+        for &place in places {
+            if let Some(slot) = held.get_mut(place) {
+                *slot = true;
+            }
+        }
         self.others
             .iter()
-            .enumerate()
-            .filter_map(|(place, belief)| {
+            .zip(held)
+            .filter_map(|(belief, held)| {
                 let (others, at) = (*belief)?;
                 let until = at + cfg.forget_s;
-                (others > 0.0 && until > now_s && !held(place)).then_some(until)
+                (others > 0.0 && until > now_s && !held).then_some(until)
             })
             .min_by(f64::total_cmp)
     }
@@ -259,18 +265,18 @@ mod tests {
         let mut crowd = Crowd::default();
         crowd.moves(&layout, &cfg, &areas, &[at(0, Some(0.5))], 10.0);
         crowd.moves(&layout, &cfg, &areas, &[at(1, Some(1.0))], 11.0);
-        let on_core_1 = |place: usize| place == 1;
-        assert_eq!(crowd.next_forgetting(11.0, &cfg, on_core_1), Some(10.0 + cfg.forget_s));
+        let on_core_1 = [1];
+        assert_eq!(crowd.next_forgetting(11.0, &cfg, &on_core_1), Some(10.0 + cfg.forget_s));
         assert_eq!(
-            crowd.next_forgetting(10.0 + cfg.forget_s, &cfg, on_core_1),
+            crowd.next_forgetting(10.0 + cfg.forget_s, &cfg, &on_core_1),
             None,
             "forgotten"
         );
         // Held cores are not forgotten, and an idle core has nothing to forget.
-        assert_eq!(crowd.next_forgetting(11.0, &cfg, |_| true), None);
+        assert_eq!(crowd.next_forgetting(11.0, &cfg, &[0, 1]), None);
         let mut idle = Crowd::default();
         idle.moves(&layout, &cfg, &areas, &[at(0, Some(1.0))], 10.0);
-        assert_eq!(idle.next_forgetting(11.0, &cfg, on_core_1), None);
+        assert_eq!(idle.next_forgetting(11.0, &cfg, &on_core_1), None);
     }
 
     #[test]

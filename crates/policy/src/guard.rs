@@ -304,9 +304,10 @@ impl Guard {
     /// [`Guard::next`] just gave it (`place` aligned with `threads`; other
     /// periods are ignored). Only for a policy whose places follow from
     /// what it measured (best replies, a spread), not one that draws them
-    /// at random: its next probe may explore what this one did not. A probe that lost while every period kept the
-    /// places of its first (the learner tried nothing new: its next probe
-    /// would be the same) is not replayed while nothing changes
+    /// at random: its next probe may explore what this one did not. Once
+    /// two probes in a row lost while every period kept the places of its
+    /// first (the learner tried nothing new: its next probe would be the
+    /// same), the next is held back while nothing changes
     /// ([`GuardConfig::replay_change`]).
     pub fn placed(&mut self, threads: &[crate::ThreadSample], place: &[usize]) {
         if !self.cfg.enabled || self.window_arm != Arm::Learn {
@@ -493,8 +494,8 @@ impl Guard {
             _ if self.champion == Arm::Os && self.linux_looks_blind() => 0.0,
             _ => self.cfg.assumed_loss,
         };
-        // The learner's last probe lost without it moving a thread: the
-        // same probe would lose the same way while Linux's score stays
+        // The learner's last two probes lost without it moving a thread:
+        // the same probe would lose the same way while Linux's score stays
         // where it was.
         if let (Some(lost_to), Some(current)) = (self.replay, self.before)
             && (current - lost_to).abs() > lost_to.abs() * self.cfg.replay_change

@@ -483,8 +483,7 @@ impl Policy for LearnPolicy {
             // again (drawn places may explore next time, so they are not
             // reported), until a core's believed load is forgotten.
             self.guard.placed(input.threads, &place);
-            let held = |core: usize| place.contains(&core);
-            self.forgets_at = self.crowd.next_forgetting(input.time_s, &self.cfg.crowd, held);
+            self.forgets_at = self.crowd.next_forgetting(input.time_s, &self.cfg.crowd, &place);
             place
         } else {
             self.drawn_moves(&speeds)
