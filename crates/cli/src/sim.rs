@@ -116,6 +116,11 @@ pub struct SimArgs {
     /// Period of the modelled OS balancer within a node (4x across nodes)
     #[arg(long, value_parser = parse_duration, default_value = "16ms", value_name = "DUR")]
     pub balance_interval: Duration,
+    /// Linux's automatic NUMA balancing: a thread's memory follows it to a node it has
+    /// worked on for this much CPU time in a row (about two 1 s scan periods of the
+    /// kernel's), or off: memory stays where it was first touched
+    #[arg(long, value_parser = parse_numa_balancing, default_value = "off", value_name = "DUR|off")]
+    pub numa_balancing: NumaBalancing,
     /// Runs simulated in parallel [default: the CPUs available]
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -161,6 +166,7 @@ impl SimArgs {
             node_migration_s: 4.0 * self.migration_cost.as_secs_f64(),
             balance_interval_s: self.balance_interval.as_secs_f64(),
             load_session: self.load_session.unwrap_or(LoadSession::Same),
+            numa_balancing_s: self.numa_balancing.0.map(|d| d.as_secs_f64()),
             ..MachineParams::default()
         };
         options.background_weight = self.background;
@@ -173,6 +179,22 @@ impl SimArgs {
         }
         Ok(options)
     }
+}
+
+/// `--numa-balancing`: after how much CPU time away from its memory a
+/// thread's memory follows it, or `None` (off).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NumaBalancing(pub Option<Duration>);
+
+fn parse_numa_balancing(s: &str) -> Result<NumaBalancing, String> {
+    if s == "off" {
+        return Ok(NumaBalancing(None));
+    }
+    let after = parse_duration(s)?;
+    if after.is_zero() {
+        return Err("give a positive time, such as 2s, or off".into());
+    }
+    Ok(NumaBalancing(Some(after)))
 }
 
 /// `pinlearn sim`.

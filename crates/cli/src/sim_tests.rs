@@ -97,6 +97,8 @@ fn bad_names_are_one_line_bad_input_errors() {
         (vec!["--duration", "5"], "unit is missing"),
         (vec!["--weights", "1,x"], "--weights"),
         (vec!["--interval", "fast"], "invalid duration"),
+        (vec!["--numa-balancing", "0s"], "a positive time"),
+        (vec!["--numa-balancing", "on"], "--numa-balancing"),
     ] {
         let err = parse(&args).expect_err(needle);
         assert!(err.contains(needle), "{args:?}: {err}");

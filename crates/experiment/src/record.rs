@@ -82,6 +82,8 @@ pub struct ModelRecord {
     pub migrations: u64,
     pub node_migrations: u64,
     pub balancer_moves: u64,
+    /// Threads whose memory moved to another node (NUMA balancing, memory binding).
+    pub memory_moves: u64,
 }
 
 /// The runs of one (workload, scenario, scheduler).

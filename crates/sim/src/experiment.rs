@@ -360,6 +360,7 @@ impl Experiment {
                 migrations: totals.migrations,
                 node_migrations: totals.node_migrations,
                 balancer_moves: totals.balancer_moves,
+                memory_moves: totals.memory_moves,
             }),
         };
         Ok(RunResult { record, series })

@@ -22,6 +22,9 @@
 //!                 cpu_i   = share_i · cap_core                      (nominal core-seconds per second)
 //!                 work_i  = cpu_i / (1 + (F − 1) · m_i · [memory node ≠ core node])
 //!               integrate run, wait, cpu, work, instructions over h
+//!               NUMA balancing (when on): a thread whose CPU time on one node
+//!                 away from its memory exceeds its time elsewhere by
+//!                 `numa_balancing_s` takes its memory there
 //! ```
 //!
 //! Only application threads are simulated one by one; the background
@@ -120,6 +123,11 @@ pub struct MachineParams {
     /// Whether the background program is a task group of its own (another
     /// session under autogroup) or competes thread against thread.
     pub load_session: LoadSession,
+    /// Linux's automatic NUMA balancing: a thread's memory moves to a node
+    /// where it has worked this many CPU-seconds more than anywhere else
+    /// since it last worked beside its memory ([`numa_balancing`]; `None`:
+    /// memory stays where it was first touched).
+    pub numa_balancing_s: Option<f64>,
 }
 
 impl Default for MachineParams {
@@ -135,6 +143,7 @@ impl Default for MachineParams {
             node_imbalance_pct: 1.25,
             metric: SimMetric::Cpu,
             load_session: LoadSession::Same,
+            numa_balancing_s: None,
         }
     }
 }
@@ -159,8 +168,12 @@ struct SimThread {
     key: ThreadKey,
     weight: f64,
     memory_intensity: f64,
-    /// Node holding the thread's memory: where it first did work.
+    /// Node holding the thread's memory: where it first did work (moved by
+    /// NUMA balancing and memory binding).
     home: Option<usize>,
+    /// The node the thread works on away from `home`, and its net
+    /// CPU-seconds there (NUMA balancing's clock, [`numa_balancing`]).
+    away: Option<(usize, f64)>,
     /// Where its memory accesses go: (thread whose data, share); its own
     /// only, except for workloads whose threads read each other's data.
     data: Vec<(usize, f64)>,
@@ -182,6 +195,9 @@ pub struct MachineTotals {
     pub node_migrations: u64,
     /// Moves made by the modelled OS balancer (periodic, newidle, wakeup).
     pub balancer_moves: u64,
+    /// Threads whose memory moved to another node (NUMA balancing and
+    /// memory binding).
+    pub memory_moves: u64,
     /// Work done by all threads, core-seconds.
     pub work: f64,
 }
@@ -357,6 +373,7 @@ impl SimMachine {
                 weight,
                 memory_intensity: spec.memory_intensity,
                 home: None,
+                away: None,
                 data: data.next().unwrap_or_else(|| vec![(index, 1.0)]),
                 place: machine.whole,
                 core,
@@ -649,8 +666,18 @@ impl SimMachine {
             self.app_cpu_s[core] += cpu;
             let slowdown = {
                 let thread = &mut self.threads[index];
-                if activity == Activity::Work && thread.home.is_none() {
-                    thread.home = Some(node);
+                if activity == Activity::Work {
+                    match (thread.home, self.params.numa_balancing_s) {
+                        (None, _) => thread.home = Some(node),
+                        (Some(home), Some(after)) => {
+                            thread.away = numa_balancing(thread.away, home, node, share * h);
+                            if thread.away.is_some_and(|(_, worked)| worked >= after - TIME_EPSILON) {
+                                thread.home = thread.away.take().map(|(node, _)| node);
+                                self.totals.memory_moves += 1;
+                            }
+                        }
+                        (Some(_), None) => {}
+                    }
                 }
                 thread.has_run = true;
                 thread.acc.running_s += share * h;
@@ -967,6 +994,23 @@ impl SimMachine {
     }
 }
 
+/// NUMA balancing's clock of a thread whose memory is on `home`, after it
+/// worked `worked` CPU-seconds on `node`: the node it works on away from
+/// its memory and its net CPU time there. Time on that node adds; time
+/// anywhere else (at home, or on a third node) takes away, so a short
+/// excursion delays the move without starting it over, as the kernel's
+/// decaying fault counts do. A third node takes over once the count is
+/// spent.
+fn numa_balancing(away: Option<(usize, f64)>, home: usize, node: usize, worked: f64) -> Option<(usize, f64)> {
+    match away {
+        Some((away, total)) if away == node => Some((away, total + worked)),
+        Some((away, total)) if total > worked => Some((away, total - worked)),
+        Some((_, total)) if node != home => Some((node, worked - total)),
+        None if node != home => Some((node, worked)),
+        _ => None,
+    }
+}
+
 /// `value` with multiplicative Gaussian noise of standard deviation `noise`
 /// (never below 0).
 fn noisy(rng: &mut ChaCha8Rng, noise: f64, value: f64) -> f64 {
@@ -1041,6 +1085,23 @@ impl Target for SimMachine {
 
     fn initial_place(&self, _key: ThreadKey) -> Option<usize> {
         Some(self.whole)
+    }
+
+    /// The simulated program is one process (pid 0): all the memory its
+    /// threads have touched moves to `node`, as migrate_pages(2) moves a
+    /// live process's pages; memory touched later is first-touched.
+    fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {
+        if pid != 0 || node >= self.node_cores.len() {
+            return Ok(false);
+        }
+        for thread in &mut self.threads {
+            if thread.home.is_some_and(|home| home != node) {
+                thread.home = Some(node);
+                thread.away = None;
+                self.totals.memory_moves += 1;
+            }
+        }
+        Ok(true)
     }
 
     fn last_cpu(&mut self, key: ThreadKey) -> Option<usize> {

@@ -353,6 +353,58 @@ fn the_os_model_spreads_equal_threads_evenly() {
 }
 
 #[test]
+fn numa_balancing_moves_memory_to_where_a_thread_works_and_binding_moves_it_all() {
+    let places = places("node:2 core:1 pu:1");
+    let core_of_node = |node| {
+        (0..places.layout.places().len())
+            .find(|&p| {
+                places.layout.places()[p].kind == pinlearn_policy::PlaceKind::Core
+                    && places.layout.places()[p].node == Some(node)
+            })
+            .expect("a core on every node")
+    };
+    let (home, away) = (core_of_node(0), core_of_node(1));
+    let mut workload = spec(WorkloadKind::Independent, 2, 100.0);
+    workload.memory_intensity = 1.0;
+    let params = MachineParams {
+        numa_balancing_s: Some(1.0),
+        ..exact(SimMetric::Heartbeat)
+    };
+    let mut machine = SimMachine::new(&places, &workload, BackgroundSchedule::idle(2), params, 4);
+    observe(&mut machine);
+    pin(&mut machine, 0, home);
+    pin(&mut machine, 1, home);
+    machine.advance_to(0.5);
+    assert_eq!(machine.memory_node(0), Some(0), "first touched on node 0");
+    // 0.5 CPU-seconds on node 1, then 0.1 back home (sharing the core),
+    // then 0.5 on node 1 again: 0.9 net, short of the 1 s.
+    pin(&mut machine, 0, away);
+    machine.advance_to(1.0);
+    pin(&mut machine, 0, home);
+    machine.advance_to(1.2);
+    pin(&mut machine, 0, away);
+    machine.advance_to(1.7);
+    assert_eq!(machine.memory_node(0), Some(0), "0.9 CPU-seconds net away: not yet");
+    observe(&mut machine);
+    machine.advance_to(1.9);
+    assert_eq!(machine.memory_node(0), Some(1), "its memory followed it");
+    assert_eq!(machine.totals().memory_moves, 1);
+    observe(&mut machine);
+    machine.advance_to(2.4);
+    let speed = observe(&mut machine)[0].speed.unwrap();
+    assert!(close(speed, 1.0, 1e-9), "local again: full speed, {speed}");
+    // Memory binding moves all the process's memory; the threads stay.
+    assert!(machine.bind_memory(0, 0).unwrap());
+    assert_eq!((machine.memory_node(0), machine.memory_node(1)), (Some(0), Some(0)));
+    assert_eq!(machine.totals().memory_moves, 2, "thread 1's memory was there already");
+    observe(&mut machine);
+    machine.advance_to(2.9);
+    let speed = observe(&mut machine)[0].speed.unwrap();
+    assert!(close(speed, 0.5, 1e-9), "remote after the binding: {speed}");
+    assert!(!machine.bind_memory(7, 0).unwrap(), "no such process");
+}
+
+#[test]
 fn the_os_model_ignores_memory_placement() {
     let places = places("node:2 core:1 pu:1");
     let whole = places.layout.whole();
