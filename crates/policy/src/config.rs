@@ -158,7 +158,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 22] = [
+        let checks: [(&'static str, f64, bool, &'static str); 23] = [
             (
                 "crowd.margin",
                 self.crowd.margin,
@@ -245,6 +245,12 @@ impl LearnConfig {
                 "guard.replay_change",
                 self.guard.replay_change,
                 self.guard.replay_change >= 0.0 && self.guard.replay_change.is_finite(),
+                ">= 0",
+            ),
+            (
+                "guard.savings",
+                self.guard.savings,
+                self.guard.savings >= 0.0 && self.guard.savings.is_finite(),
                 ">= 0",
             ),
             (

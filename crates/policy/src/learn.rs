@@ -619,7 +619,7 @@ mod tests {
     }
 
     /// Learner periods over 3000 when Linux makes 1.0 and the learner's
-    /// places 0.7, each thread alone on its core (crowd moves see nothing
+    /// places 0.8, each thread alone on its core (crowd moves see nothing
     /// to gain, so none moves); a third thread appears at period `arrival`.
     /// Returns them and the learner periods from `arrival` on.
     fn learner_periods_beside_a_better_linux(cfg: LearnConfig, arrival: u64) -> (usize, Vec<u64>) {
@@ -637,7 +637,7 @@ mod tests {
         for period in 0..3000 {
             let threads: &[ThreadSample] = if period < arrival { &two } else { &three };
             let mut input = input(period, threads, false);
-            input.progress = Some(if last_was_linux { 1.0 } else { 0.7 });
+            input.progress = Some(if last_was_linux { 1.0 } else { 0.8 });
             let decision = policy.decide(&input);
             last_was_linux = decision.place.contains(&whole);
             if policy.guard().arm() == Arm::Learn {
