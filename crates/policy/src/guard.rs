@@ -67,8 +67,11 @@
 //! so Linux's later windows would measure the learner's leftovers, not
 //! Linux. At the end of every Linux window the policy asks where each thread
 //! ran ([`crate::Policy::wants_cores`]); the first period of Linux's next
-//! window pins each thread back to that core, and the periods after it give
-//! Linux the whole machine from there. That first period is not scored.
+//! window pins each thread back to where it ran at the end of Linux's last
+//! window as champion (a probe of Linux, while the learner leads, starts
+//! from the learner's placement and would hand back its leftovers), and
+//! the periods after it give Linux the whole machine from there. That first
+//! period is not scored.
 
 use std::collections::BTreeMap;
 
@@ -550,13 +553,24 @@ impl HandBack {
     }
 
     /// Records the cores in `input` (the target reports them when the
-    /// policy asked, at the end of a Linux window), then returns the places
-    /// for the period `arm` runs: `None` for the learner's periods; for a
-    /// Linux period, `whole` for every thread, except in the first period
-    /// after a learner's period, where each thread goes back to the core it
-    /// had under Linux (`whole` if it had none: it started since).
-    pub fn places(&mut self, input: &PeriodInput<'_>, arm: Arm, whole: usize) -> Option<Vec<usize>> {
-        if let Some(cores) = input.cores.filter(|_| self.last == Some(Arm::Os)) {
+    /// policy asked, at the end of a Linux window) while Linux is the
+    /// `champion`, then returns the places for the period `arm` runs:
+    /// `None` for the learner's periods; for a Linux period, `whole` for
+    /// every thread, except in the first period after a learner's period,
+    /// where each thread goes back to the core it had under Linux (`whole`
+    /// if it had none: it started since).
+    ///
+    /// Linux's probes, while the learner is champion, are not recorded:
+    /// each starts from the learner's placement of the window before, so
+    /// where it ends is partly the learner's, and a placement handed back
+    /// from one probe to the next drifts further from Linux's own with
+    /// every probe. Each probe starts from where Linux last had the
+    /// threads as champion instead.
+    pub fn places(&mut self, input: &PeriodInput<'_>, arm: Arm, whole: usize, champion: Arm) -> Option<Vec<usize>> {
+        if let Some(cores) = input
+            .cores
+            .filter(|_| self.last == Some(Arm::Os) && champion == Arm::Os)
+        {
             self.cores = input
                 .threads
                 .iter()
@@ -1200,24 +1214,52 @@ mod tests {
         let three = samples(&[1, 2, 3]);
         // Linux's window; at its end the target says where the threads ran.
         assert_eq!(
-            hand_back.places(&input(&three, None), Arm::Os, WHOLE),
+            hand_back.places(&input(&three, None), Arm::Os, WHOLE, Arm::Os),
             Some(vec![WHOLE; 3])
         );
         let cores = [Some(4), None, Some(0)];
-        assert_eq!(hand_back.places(&input(&three, Some(&cores)), Arm::Learn, WHOLE), None);
+        assert_eq!(
+            hand_back.places(&input(&three, Some(&cores)), Arm::Learn, WHOLE, Arm::Os),
+            None
+        );
         // The learner's window: cores reported now are the learner's, not Linux's.
         let moved = [Some(1), Some(1), Some(1)];
-        assert_eq!(hand_back.places(&input(&three, Some(&moved)), Arm::Learn, WHOLE), None);
+        assert_eq!(
+            hand_back.places(&input(&three, Some(&moved)), Arm::Learn, WHOLE, Arm::Os),
+            None
+        );
         // Linux again, with thread 2 gone and thread 4 new: each goes back
         // where Linux had it, once; a thread Linux never placed gets the whole machine.
         let after = samples(&[1, 3, 4]);
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os),
             Some(vec![4, 0, WHOLE])
         );
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os),
             Some(vec![WHOLE; 3])
+        );
+        // The learner takes over. Where Linux's probe leaves the threads is
+        // partly the learner's doing: its next probe starts again from
+        // where Linux had them as champion.
+        let drifted = [Some(5), Some(5), Some(6)];
+        assert_eq!(
+            hand_back.places(&input(&after, Some(&drifted)), Arm::Learn, WHOLE, Arm::Learn),
+            None
+        );
+        assert_eq!(
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Learn),
+            Some(vec![4, 0, WHOLE])
+        );
+        // A probe that wins makes Linux champion again: its end is recorded.
+        assert_eq!(
+            hand_back.places(&input(&after, Some(&drifted)), Arm::Os, WHOLE, Arm::Os),
+            Some(vec![WHOLE; 3])
+        );
+        assert_eq!(hand_back.places(&input(&after, None), Arm::Learn, WHOLE, Arm::Os), None);
+        assert_eq!(
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os),
+            Some(vec![5, 5, 6])
         );
     }
 
