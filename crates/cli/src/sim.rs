@@ -116,9 +116,9 @@ pub struct SimArgs {
     /// Period of the modelled OS balancer within a node (4x across nodes)
     #[arg(long, value_parser = parse_duration, default_value = "16ms", value_name = "DUR")]
     pub balance_interval: Duration,
-    /// Linux's automatic NUMA balancing: a thread's memory follows it to a node it has
-    /// worked on for this much CPU time in a row (about two 1 s scan periods of the
-    /// kernel's), or off: memory stays where it was first touched
+    /// Linux's automatic NUMA balancing: a thread's memory follows it to a node once its
+    /// CPU time there exceeds its CPU time anywhere else by this much (2s: about two of
+    /// the kernel's 1 s scan periods), or off: memory stays where it was first touched
     #[arg(long, value_parser = parse_numa_balancing, default_value = "off", value_name = "DUR|off")]
     pub numa_balancing: NumaBalancing,
     /// Runs simulated in parallel [default: the CPUs available]

@@ -54,9 +54,9 @@
 //! work next to a load) the learner's probes lose and stay rare; where the
 //! learner finds something the OS cannot see (threads that meet often, next
 //! to another program's load), its probe wins and Linux's windows become the
-//! rare ones. Probing a loser costs at most about `probe_cost` of the
-//! run however much worse it is. Comparing each probe with the windows on both sides of
-//! it cancels load that changes steadily. Progress is the application's own
+//! rare ones. Probing a loser costs at most about `probe_cost` of the run
+//! however much worse it is. Comparing each probe with the windows on both
+//! sides of it cancels load that changes steadily. Progress is the application's own
 //! rate (heartbeats, or instructions) where the target knows it, else the sum
 //! of the threads' speeds; the engine passes it in
 //! [`crate::PeriodInput::progress`].
@@ -910,7 +910,7 @@ mod tests {
             arm
         }
         // The probe comes as soon as the budget allows: a probe losing 20%
-        // every 0.2 / 0.015 = 13.3 windows (no savings beyond assumed_loss).
+        // every 0.2 / 0.015 = 13.3 windows (no savings beyond `savings`).
         fn probed_within_the_budget_s_pace(guard: &mut Guard, last: &mut Option<Arm>) -> bool {
             (0..15 * 6).any(|_| step(guard, last) == Arm::Learn)
         }

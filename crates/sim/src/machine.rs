@@ -57,6 +57,10 @@ const PROGRAM_GROUP_WEIGHT: f64 = 1.0;
 /// sleeps, and got the group weight's share (the loop kept 0.60).
 const WAKE_PREEMPT_SHARE: f64 = 0.9;
 
+/// The process id of the simulated program (one process): what
+/// [`Target::info`] reports and [`Target::bind_memory`] accepts.
+const PROCESS_ID: u32 = 0;
+
 /// Events closer than this (seconds) count as simultaneous.
 const TIME_EPSILON: f64 = 1e-9;
 
@@ -124,9 +128,10 @@ pub struct MachineParams {
     /// session under autogroup) or competes thread against thread.
     pub load_session: LoadSession,
     /// Linux's automatic NUMA balancing: a thread's memory moves to a node
-    /// where it has worked this many CPU-seconds more than anywhere else
-    /// since it last worked beside its memory ([`numa_balancing`]; `None`:
-    /// memory stays where it was first touched).
+    /// once the thread's CPU-seconds there exceed those it worked anywhere
+    /// else (at home or on a third node) since it began working there by
+    /// this much ([`numa_balancing`]; `None`: memory stays where it was
+    /// first touched).
     pub numa_balancing_s: Option<f64>,
 }
 
@@ -1087,11 +1092,11 @@ impl Target for SimMachine {
         Some(self.whole)
     }
 
-    /// The simulated program is one process (pid 0): all the memory its
+    /// The simulated program is one process ([`PROCESS_ID`]): all the memory its
     /// threads have touched moves to `node`, as migrate_pages(2) moves a
     /// live process's pages; memory touched later is first-touched.
     fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {
-        if pid != 0 || node >= self.node_cores.len() {
+        if pid != PROCESS_ID || node >= self.node_cores.len() {
             return Ok(false);
         }
         for thread in &mut self.threads {
@@ -1115,7 +1120,7 @@ impl Target for SimMachine {
 
     fn info(&self, key: ThreadKey) -> ThreadInfo {
         ThreadInfo {
-            pid: 0,
+            pid: PROCESS_ID,
             tid: key as u32,
             name: format!("sim-{}", key.saturating_sub(1)),
             ppid: 0,

@@ -355,14 +355,7 @@ fn the_os_model_spreads_equal_threads_evenly() {
 #[test]
 fn numa_balancing_moves_memory_to_where_a_thread_works_and_binding_moves_it_all() {
     let places = places("node:2 core:1 pu:1");
-    let core_of_node = |node| {
-        (0..places.layout.places().len())
-            .find(|&p| {
-                places.layout.places()[p].kind == pinlearn_policy::PlaceKind::Core
-                    && places.layout.places()[p].node == Some(node)
-            })
-            .expect("a core on every node")
-    };
+    let core_of_node = |node| places.layout.cores_of(node).next().expect("a core on every node");
     let (home, away) = (core_of_node(0), core_of_node(1));
     let mut workload = spec(WorkloadKind::Independent, 2, 100.0);
     workload.memory_intensity = 1.0;
