@@ -55,7 +55,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState};
 use crate::config::{LearnConfig, Moves, Start};
-use crate::crowd::{Crowd, Occupant, node_areas};
+use crate::crowd::{Crowd, Naps, Occupant, node_areas};
 use crate::guard::{Guard, GuardStats, HandBack, Signs};
 use crate::layout::Layout;
 use crate::objective::{Objective, sanitise_speed};
@@ -112,6 +112,8 @@ struct LearnThread {
     /// Takes `pla.current()` this period without drawing, and does not learn
     /// from this period's speed.
     fresh: bool,
+    /// The periods it was hardly runnable (crowd moves: a sleeper holds no core).
+    naps: Naps,
 }
 
 impl LearnPolicy {
@@ -205,6 +207,7 @@ impl LearnPolicy {
             numa_speed_sum: 0.0,
             numa_speed_count: 0,
             fresh: true,
+            naps: Naps::default(),
         }
     }
 
@@ -260,7 +263,10 @@ impl LearnPolicy {
                 ended = true;
             }
             let thread = match previous.next_if(|t| t.key == sample.key) {
-                Some(thread) => thread,
+                Some(mut thread) => {
+                    thread.naps.record(sample.share.is_none());
+                    thread
+                }
                 None => {
                     appeared = true;
                     self.assign_round_robin(sample.key)
@@ -279,10 +285,12 @@ impl LearnPolicy {
             self.round_robin = 0;
             for index in 0..self.threads.len() {
                 let key = self.threads[index].key;
-                // A new start, but the memory stays where it is.
-                let home = self.threads[index].numa.home;
+                // A new start, but the memory stays where it is, and
+                // what is known of its sleep.
+                let (home, naps) = (self.threads[index].numa.home, self.threads[index].naps);
                 self.threads[index] = self.assign_round_robin(key);
                 self.threads[index].numa.home = home;
+                self.threads[index].naps = naps;
             }
         }
     }
@@ -338,6 +346,7 @@ impl LearnPolicy {
                 place: thread.pla.current(),
                 share: sample.share.filter(|_| !thread.fresh && !after_os),
                 area: thread.numa.node,
+                asleep: thread.naps.asleep(),
             })
             .collect();
         let place = self.crowd.moves(
@@ -1005,6 +1014,47 @@ mod tests {
         // The papers' automata keep drawing.
         let (drawn, _) = loaded_core_game(Moves::Drawn, 1000);
         assert!(drawn > 5 * moved, "drawn {drawn} moves, crowd {moved}");
+    }
+
+    #[test]
+    fn a_main_thread_asleep_in_join_leaves_its_core_to_the_workers() {
+        // One node of cores 0 and 1, another program's thread on core 0.
+        // Round robin puts workers 1 and 3 on core 0 (a third each) and the
+        // main thread 2, asleep in join (hardly runnable: no share), on
+        // core 1. Counted as a crowd of one, it made core 1 look taken,
+        // and both workers stayed beside the load. Once it has slept 9 of
+        // 10 periods a worker moves to core 1: the sleeper takes nothing
+        // there. A thread that wakes every few periods (at a barrier)
+        // still counts.
+        let cfg = LearnConfig {
+            moves: Moves::Crowd,
+            ..papers()
+        };
+        let sample = |key, share: Option<f64>| ThreadSample {
+            key,
+            speed: share,
+            share,
+        };
+        let third = Some(1.0 / 3.0);
+        // Returns the period at which a worker joined thread 2 on core 1.
+        let joined = |wakes_every: Option<u64>| {
+            let mut policy = LearnPolicy::new(Layout::uniform(1, 2), cfg, 5);
+            let first = policy.decide(&input(0, &[sample(1, None), sample(2, None), sample(3, None)], false));
+            assert_eq!(first.place, vec![0, 1, 0], "round robin");
+            (1..40).find(|&period| {
+                let awake = wakes_every.is_some_and(|every| period % every == 0);
+                let main = sample(2, awake.then_some(1.0));
+                let next = policy.decide(&input(period, &[sample(1, third), main, sample(3, third)], false));
+                assert_eq!(next.place[1], 1, "thread 2 stays");
+                next.place.iter().filter(|&&p| p == 1).count() == 2
+            })
+        };
+        assert_eq!(joined(None), Some(9), "once asleep in periods 1 to 9");
+        assert_eq!(
+            joined(Some(4)),
+            None,
+            "a thread that wakes every 4 periods holds its core"
+        );
     }
 
     #[test]

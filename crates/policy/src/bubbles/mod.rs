@@ -60,7 +60,7 @@ mod spread;
 pub use numa::BAR_TICKS;
 pub use spread::{Member, spread};
 
-use crate::crowd::{Crowd, CrowdConfig, Occupant};
+use crate::crowd::{Crowd, CrowdConfig, Naps, Occupant};
 use crate::guard::{Arm, Guard, GuardConfig, GuardStats, HandBack};
 use crate::layout::{Layout, PlaceKind};
 use crate::objective::sanitise_speed;
@@ -305,6 +305,9 @@ struct Tracked {
     core_for: Option<usize>,
     /// `bubbles+learn`: what it measured since the last NUMA tick.
     sums: numa::Sums,
+    /// `bubbles+learn`: the periods it was hardly runnable (a sleeper holds
+    /// no core).
+    naps: Naps,
     /// Its process, where the engine says.
     process: Option<u32>,
 }
@@ -519,6 +522,7 @@ impl BubblesPolicy {
                     tracked.bubble = bubble;
                     tracked.declared = declared;
                     tracked.quiet = if measured { 0 } else { tracked.quiet.saturating_add(1) };
+                    tracked.naps.record(sample.share.is_none());
                     tracked.process = process;
                     tracked
                 }
@@ -535,6 +539,7 @@ impl BubblesPolicy {
                         moved: false,
                         core_for: None,
                         sums: numa::Sums::default(),
+                        naps: Naps::default(),
                         process,
                     }
                 }
@@ -668,6 +673,7 @@ impl BubblesPolicy {
                     // A thread given a new core just now measured its share elsewhere.
                     share: sample.share.filter(|_| !thread.moved && !learning.after_os),
                     area,
+                    asleep: thread.naps.asleep(),
                 })
                 .collect();
             let moved = learning.crowd.moves(
