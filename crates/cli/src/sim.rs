@@ -83,6 +83,12 @@ pub struct SimArgs {
     /// barrier-spin: spin this long before blocking, e.g. 2ms [default: spin until released]
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub spin: Option<Duration>,
+    /// barrier, barrier-spin, heat, pipeline: how long the real program a run stands for works between two
+    /// waits (a round, an item), e.g. 5ms; it sets how much its waking threads preempt another session's program
+    /// (--load-session own) [default: enough to take all they can, as sub-millisecond rounds do]; the simulated
+    /// rounds (100ms) and items (25ms) keep their length
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub grain: Option<Duration>,
     /// pipeline: relative work per item of each stage
     #[arg(long, value_delimiter = ',', default_value = "2,1,1", value_name = "LIST")]
     pub stages: Vec<f64>,
@@ -126,9 +132,10 @@ pub struct SimArgs {
     pub jobs: Option<usize>,
     /// Compare the model with a real machine: simulate every cell of this `pinlearn bench --json`
     /// file (os, static, learn) on its topology, threads and load session, and print both sides'
-    /// ratios to os (the model flags and --config, --seeds and --json apply)
+    /// ratios to os (the model flags and --config, --seeds and --json apply); given more than once,
+    /// the files' runs are pooled (one matrix on one machine, measured several times)
     #[arg(long, value_name = "BENCH.json")]
-    pub calibrate: Option<PathBuf>,
+    pub calibrate: Vec<PathBuf>,
 }
 
 impl SimArgs {
@@ -152,6 +159,8 @@ impl SimArgs {
             stages: self.stages.clone(),
             queue_capacity: self.queue_capacity.max(1),
             memory_intensity: self.memory_intensity,
+            grain_s: self.grain.map(|d| d.as_secs_f64()),
+            main_thread: false,
         };
         options.scenarios = self.scenarios.clone().map(|list| list.0);
         options.full_matrix = self.matrix.is_some();
@@ -200,8 +209,8 @@ fn parse_numa_balancing(s: &str) -> Result<NumaBalancing, String> {
 /// `pinlearn sim`.
 pub fn run(args: &SimArgs) -> Result<(), Failure> {
     let options = args.to_options()?;
-    if let Some(path) = &args.calibrate {
-        return calibrate(path, &options, args.load_session);
+    if !args.calibrate.is_empty() {
+        return calibrate(&args.calibrate, &options, args.load_session);
     }
     if args.dry_run {
         let plan = options.plan()?;
@@ -216,12 +225,22 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
 #[path = "sim_tests.rs"]
 mod tests;
 
-/// `pinlearn sim --calibrate BENCH.json`: the table on stdout (stderr when
-/// `--json -` takes stdout), the comparison as JSON.
-fn calibrate(path: &std::path::Path, options: &SimOptions, session: Option<LoadSession>) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::BadInput(format!("cannot read the bench file {}: {e}", path.display())))?;
-    let real = RealBench::parse(&text).map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?;
+/// `pinlearn sim --calibrate BENCH.json [--calibrate MORE.json ...]`: the
+/// table on stdout (stderr when `--json -` takes stdout), the comparison as
+/// JSON.
+fn calibrate(paths: &[PathBuf], options: &SimOptions, session: Option<LoadSession>) -> Result<(), Failure> {
+    let mut pooled: Option<RealBench> = None;
+    for path in paths {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::BadInput(format!("cannot read the bench file {}: {e}", path.display())))?;
+        let bad = |e: pinlearn_sim::SimError| Failure::BadInput(format!("{}: {e}", path.display()));
+        let real = RealBench::parse(&text).map_err(bad)?;
+        pooled = Some(match pooled {
+            None => real,
+            Some(before) => before.pool(real).map_err(bad)?,
+        });
+    }
+    let real = pooled.expect("called with at least one file");
     if let Some(output) = &options.json {
         output.check_writable().map_err(Failure::BadInput)?;
     }

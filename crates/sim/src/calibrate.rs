@@ -6,9 +6,10 @@
 //!   bench JSON (setup: cores, load session; workloads: name + command; runs)
 //!      │ RealBench::parse: median completion per (workload, scenario, scheduler)
 //!      ▼
-//!   per workload: WorkloadSpec from its command (aco ─► barrier, aco --sync
-//!      │          spin* ─► barrier-spin with its --spin, pipeline ─► pipeline
-//!      │          with its --stages, the rest ─► independent), sized per
+//!   per workload: WorkloadSpec from its command (aco and binpack ─► barrier,
+//!      │          aco --sync spin* ─► barrier-spin with its --spin, pipeline
+//!      │          ─► pipeline with its --stages, the rest ─► independent),
+//!      │          each with its main thread asleep in join, sized per
 //!      │          level to the real os time of that level without load (X.1)
 //!      ▼
 //!   Experiment on "node:1 core:N pu:1" ─► os, static, learn × seeds ─► medians
@@ -60,6 +61,13 @@ pub struct RealBench {
     pub workloads: Vec<(String, String)>,
     /// Median completion (s) and threads per (workload, scenario, scheduler).
     pub cells: BTreeMap<(String, String, String), (f64, usize)>,
+    /// Every completion (s) per (workload, scenario, scheduler): what
+    /// [`RealBench::pool`] adds up.
+    pub times: BTreeMap<(String, String, String), (Vec<f64>, usize)>,
+    /// Completion (s) by repeat index per (workload, scenario, scheduler),
+    /// for runs that name their repeat: what pairs a scheduler's run with
+    /// os's run of the same repeat.
+    pub repeats: BTreeMap<(String, String, String), BTreeMap<u64, f64>>,
 }
 
 fn bad(message: impl Into<String>) -> SimError {
@@ -112,6 +120,7 @@ impl RealBench {
             .and_then(Value::as_array)
             .ok_or_else(|| bad("not a bench JSON file: it has no \"runs\""))?;
         let mut times: BTreeMap<(String, String, String), (Vec<f64>, usize)> = BTreeMap::new();
+        let mut repeats: BTreeMap<(String, String, String), BTreeMap<u64, f64>> = BTreeMap::new();
         for run in runs {
             let field = |key: &str| run.get(key).and_then(Value::as_str).map(str::to_string);
             let (Some(workload), Some(scenario), Some(scheduler)) =
@@ -126,15 +135,15 @@ impl RealBench {
                 .filter(|s| s.is_finite() && *s > 0.0);
             let threads = run.get("threads").and_then(Value::as_u64).unwrap_or(0) as usize;
             if let Some(seconds) = seconds {
-                let entry = times.entry((workload, scenario, scheduler)).or_default();
+                let key = (workload, scenario, scheduler);
+                if let Some(repeat) = run.get("repeat").and_then(Value::as_u64) {
+                    repeats.entry(key.clone()).or_default().insert(repeat, seconds);
+                }
+                let entry = times.entry(key).or_default();
                 entry.0.push(seconds);
                 entry.1 = threads;
             }
         }
-        let cells = times
-            .into_iter()
-            .filter_map(|(key, (values, threads))| Some((key, (stats(&values)?.median, threads))))
-            .collect();
         Ok(RealBench {
             cores,
             cores_per_node,
@@ -142,8 +151,59 @@ impl RealBench {
             date: text_of("date"),
             command: text_of("command"),
             workloads,
-            cells,
+            cells: medians(&times),
+            times,
+            repeats,
         })
+    }
+
+    /// The runs of `self` and `other`, two benches of one machine (the same
+    /// cores, load session and workloads), as one: `other`'s repeats come
+    /// after `self`'s, so that each run still pairs with os's run of its
+    /// own repeat.
+    pub fn pool(mut self, other: RealBench) -> Result<Self, SimError> {
+        if (self.cores, &self.cores_per_node, self.load_session, &self.workloads)
+            != (other.cores, &other.cores_per_node, other.load_session, &other.workloads)
+        {
+            return Err(bad(
+                "the bench files differ in their CPUs, load session or workloads: pool only runs of one matrix on one machine",
+            ));
+        }
+        let offset = self
+            .repeats
+            .values()
+            .filter_map(|runs| runs.keys().next_back())
+            .max()
+            .map_or(0, |last| last + 1);
+        for (key, runs) in other.repeats {
+            let pooled = self.repeats.entry(key).or_default();
+            pooled.extend(runs.into_iter().map(|(repeat, t)| (repeat + offset, t)));
+        }
+        for (key, (values, threads)) in other.times {
+            let pooled = self.times.entry(key).or_insert_with(|| (Vec::new(), threads));
+            pooled.0.extend(values);
+        }
+        self.cells = medians(&self.times);
+        let joined = |a: Option<String>, b: Option<String>| match (a, b) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        self.date = joined(self.date, other.date);
+        self.command = joined(self.command, other.command);
+        Ok(self)
+    }
+
+    /// The times of `scheduler` over os's of the same repeat, in one cell
+    /// (empty where the runs name no repeats).
+    fn paired_ratios(&self, workload: &str, scenario: &str, scheduler: &str) -> Vec<f64> {
+        let key = |s: &str| (workload.to_string(), scenario.to_string(), s.to_string());
+        let (Some(os), Some(other)) = (self.repeats.get(&key("os")), self.repeats.get(&key(scheduler))) else {
+            return Vec::new();
+        };
+        other
+            .iter()
+            .filter_map(|(repeat, t)| os.get(repeat).map(|os| t / os))
+            .collect()
     }
 
     /// The synthetic topology of the bench's CPUs: one node of `cores`
@@ -158,10 +218,35 @@ impl RealBench {
     }
 }
 
-/// The simulated program that stands for a real workload, or why none does.
-pub fn sim_workload(name: &str, command: &str) -> Result<WorkloadSpec, String> {
+/// `pinlearn work aco`'s iterations when its command does not say.
+const ACO_DEFAULT_ITERATIONS: f64 = 4000.0;
+
+/// `pinlearn work pipeline`'s items when its command does not say.
+const PIPELINE_DEFAULT_ITEMS: f64 = 600_000.0;
+
+/// The median completion and threads of every cell.
+fn medians(
+    times: &BTreeMap<(String, String, String), (Vec<f64>, usize)>,
+) -> BTreeMap<(String, String, String), (f64, usize)> {
+    times
+        .iter()
+        .filter_map(|(key, (values, threads))| Some((key.clone(), (stats(values)?.median, *threads))))
+        .collect()
+}
+
+/// The simulated program that stands for a real workload, or why none
+/// does, with how many times each of the real program's threads waits over
+/// a run (barrier rounds, pipeline items; `None`: they never wait for each
+/// other or the command does not say): a run's length over it is the
+/// program's grain ([`WorkloadSpec::grain_s`]).
+pub fn sim_workload(name: &str, command: &str) -> Result<(WorkloadSpec, Option<f64>), String> {
     let words: Vec<&str> = command.split_whitespace().collect();
     let value_of = |flag: &str| words.windows(2).find(|w| w[0] == flag).map(|w| w[1]);
+    let count_of = |flag: &str| {
+        value_of(flag)
+            .and_then(|text| text.parse::<f64>().ok())
+            .filter(|n| n.is_finite() && *n >= 1.0)
+    };
     let workload = words
         .iter()
         .position(|w| *w == "work")
@@ -172,9 +257,20 @@ pub fn sim_workload(name: &str, command: &str) -> Result<WorkloadSpec, String> {
         })
         .copied()
         .unwrap_or(name);
+    // A `pinlearn work` program: its main thread creates the workers and
+    // waits for them in join, and a round-robin pin counts it too.
     let mut spec = WorkloadSpec {
         memory_intensity: 0.0,
+        main_thread: true,
         ..WorkloadSpec::default()
+    };
+    let waits = match workload {
+        // Two barriers an iteration.
+        "aco" => Some(2.0 * count_of("--iterations").unwrap_or(ACO_DEFAULT_ITERATIONS)),
+        // Two barriers a cycle; without --max-cycles the run stops on time.
+        "binpack" => count_of("--max-cycles").map(|cycles| 2.0 * cycles),
+        "pipeline" => Some(count_of("--items").unwrap_or(PIPELINE_DEFAULT_ITEMS)),
+        _ => None,
     };
     match workload {
         "aco" => match value_of("--sync") {
@@ -204,10 +300,12 @@ pub fn sim_workload(name: &str, command: &str) -> Result<WorkloadSpec, String> {
                     .ok_or_else(|| format!("{name}: --stages {stages} is not a list of positive numbers"))?;
             }
         }
-        "blackscholes" | "swaptions" | "stream" | "binpack" => spec.kind = WorkloadKind::Independent,
+        // Cycles over the candidate pool, two blocking barriers each.
+        "binpack" => spec.kind = WorkloadKind::Barrier,
+        "blackscholes" | "swaptions" | "stream" => spec.kind = WorkloadKind::Independent,
         other => return Err(format!("{name}: no simulated program stands for `{other}`")),
     }
-    Ok(spec)
+    Ok((spec, waits))
 }
 
 /// One cell side by side.
@@ -220,19 +318,41 @@ pub struct CalibrationCell {
     pub sim_os_s: Option<f64>,
     /// scheduler ─► (real ratio to os, modelled ratio to os).
     pub ratios: BTreeMap<String, (Option<f64>, Option<f64>)>,
-    pub real_winner: String,
+    /// The real winners told from the noise ([`real_winners`]): the
+    /// schedulers faster than os by more than `TIE_SHARE` in every repeat
+    /// whose medians are within `TIE_SHARE` of the fastest's (more than one
+    /// when the runs cannot tell them apart), else os.
+    pub real_winners: Vec<String>,
+    /// The real winner by medians alone, as the model's ([`winner`]).
+    pub real_median_winner: String,
     pub sim_winner: Option<String>,
 }
 
 impl CalibrationCell {
-    /// Every ratio within `AGREEMENT_POINTS` and the same winner.
+    /// Every ratio within `AGREEMENT_POINTS` and the same winner (the real
+    /// one told from the noise).
     pub fn agrees(&self) -> bool {
-        self.sim_winner.as_deref() == Some(self.real_winner.as_str())
-            && self.ratios.values().all(|pair| match pair {
-                (Some(real), Some(sim)) => ((sim - real) * 100.0).abs() <= AGREEMENT_POINTS,
-                (None, _) => true,
-                (Some(_), None) => false,
-            })
+        self.same_winner() && self.ratios_agree()
+    }
+
+    /// The modelled winner is one of the real winners.
+    pub fn same_winner(&self) -> bool {
+        self.sim_winner
+            .as_ref()
+            .is_some_and(|sim| self.real_winners.contains(sim))
+    }
+
+    /// Every ratio within `AGREEMENT_POINTS` and the same winner by medians.
+    pub fn agrees_by_medians(&self) -> bool {
+        self.sim_winner.as_deref() == Some(self.real_median_winner.as_str()) && self.ratios_agree()
+    }
+
+    fn ratios_agree(&self) -> bool {
+        self.ratios.values().all(|pair| match pair {
+            (Some(real), Some(sim)) => ((sim - real) * 100.0).abs() <= AGREEMENT_POINTS,
+            (None, _) => true,
+            (Some(_), None) => false,
+        })
     }
 }
 
@@ -262,6 +382,36 @@ fn winner(times: &BTreeMap<&str, f64>) -> Option<String> {
     }
 }
 
+/// The real winners, told from the noise: among the schedulers faster than
+/// os by more than `TIE_SHARE` in every repeat (each run over os's run of
+/// the same repeat), the fastest by median and those within `TIE_SHARE` of
+/// it; `os` alone when there is none. Where the runs name no repeats, a
+/// median faster than os's by more than `TIE_SHARE` counts instead.
+fn real_winners(real: &RealBench, workload: &str, scenario: &str, times: &BTreeMap<&str, f64>) -> Vec<String> {
+    let clear: BTreeMap<&str, f64> = times
+        .iter()
+        .filter(|(label, _)| **label != "os")
+        .filter_map(|(label, t)| {
+            let ratios = real.paired_ratios(workload, scenario, label);
+            let clear = if ratios.is_empty() {
+                times.get("os").is_some_and(|os| *t < os * (1.0 - TIE_SHARE))
+            } else {
+                ratios.iter().all(|r| *r < 1.0 - TIE_SHARE)
+            };
+            clear.then_some((*label, *t))
+        })
+        .collect();
+    let Some(best) = clear.values().copied().min_by(f64::total_cmp) else {
+        return vec!["os".to_string()];
+    };
+    let mut winners: Vec<(&str, f64)> = clear
+        .into_iter()
+        .filter(|(_, t)| *t <= best * (1.0 + TIE_SHARE))
+        .collect();
+    winners.sort_by(|a, b| a.1.total_cmp(&b.1));
+    winners.into_iter().map(|(label, _)| label.to_string()).collect()
+}
+
 /// Simulates every cell of `real` (schedulers os, static and learn, `seeds`
 /// seeds from `settings.seed`) and compares; the model's load session is the
 /// bench's unless `session` says otherwise (to see what the session model
@@ -288,8 +438,8 @@ pub fn calibrate(
     let mut cells = Vec::new();
     let mut skipped = Vec::new();
     for (name, command) in &real.workloads {
-        let base = match sim_workload(name, command) {
-            Ok(spec) => spec,
+        let (base, waits) = match sim_workload(name, command) {
+            Ok(found) => found,
             Err(reason) => {
                 skipped.push(reason);
                 continue;
@@ -328,6 +478,7 @@ pub fn calibrate(
                 workload: WorkloadSpec {
                     threads: threads.max(1),
                     duration_s: duration,
+                    grain_s: waits.map(|n| duration / n),
                     ..base.clone()
                 },
                 params: params.clone(),
@@ -368,6 +519,7 @@ pub fn calibrate(
                 .collect();
             // Winners among the schedulers both sides ran.
             sim_times.retain(|label, _| real_times.contains_key(label));
+            let real_winners = real_winners(real, name, &scenario_name, &real_times);
             cells.push(CalibrationCell {
                 workload: name.clone(),
                 scenario: scenario_name,
@@ -375,7 +527,8 @@ pub fn calibrate(
                 real_os_s: real_os,
                 sim_os_s: sim_os,
                 ratios,
-                real_winner: winner(&real_times).unwrap_or_else(|| "os".into()),
+                real_winners,
+                real_median_winner: winner(&real_times).unwrap_or_else(|| "os".into()),
                 sim_winner: winner(&sim_times),
             });
         }
@@ -428,22 +581,20 @@ impl Calibration {
                 percent(sim_static),
                 percent(real_learn),
                 percent(sim_learn),
-                cell.real_winner.clone(),
+                cell.real_winners.join("/"),
                 cell.sim_winner.clone().unwrap_or_else(|| "—".into()),
                 if cell.agrees() { "yes" } else { "no" }.to_string(),
             ]);
         }
         let agree = self.cells.iter().filter(|c| c.agrees()).count();
-        let winners = self
-            .cells
-            .iter()
-            .filter(|c| c.sim_winner.as_deref() == Some(c.real_winner.as_str()))
-            .count();
+        let agree_by_medians = self.cells.iter().filter(|c| c.agrees_by_medians()).count();
+        let winners = self.cells.iter().filter(|c| c.same_winner()).count();
         let mut text = table.to_text();
         text += &format!(
             "{agree} of {} cells agree (every ratio to os within {AGREEMENT_POINTS} points and the same winner; \
-             within {:.0}% of os is a tie, won by os); the same winner in {winners}; model: {}, load session {}, \
-             {} seed(s); real: {}\n",
+             a real scheduler wins only if faster than os by more than {:.0}% in every repeat, a modelled one \
+             if its median is; else os wins); the same winner in {winners}; with the real winner by medians \
+             too, {agree_by_medians} agree; model: {}, load session {}, {} seed(s); real: {}\n",
             self.cells.len(),
             TIE_SHARE * 100.0,
             self.topology,
@@ -492,6 +643,39 @@ mod tests {
     }
 
     #[test]
+    fn two_benches_of_one_machine_pool_their_runs_and_keep_their_pairs() {
+        let bench = |os: [f64; 2], static_: [f64; 2]| {
+            let runs: Vec<String> = (0..2)
+                .flat_map(|repeat| {
+                    [("os", os[repeat]), ("static", static_[repeat])].map(|(scheduler, t)| {
+                        format!(
+                            r#"{{"workload": "aco", "scenario": "B.2", "scheduler": "{scheduler}", "repeat": {repeat}, "threads": 4, "completion_s": {t}}}"#
+                        )
+                    })
+                })
+                .collect();
+            format!(
+                r#"{{"setup": {{"cores": 2, "date": "d", "workloads": [["aco", "pinlearn work aco"]]}}, "runs": [{}]}}"#,
+                runs.join(",")
+            )
+        };
+        let first = RealBench::parse(&bench([2.0, 2.0], [1.0, 1.0])).expect("parses");
+        let second = RealBench::parse(&bench([3.0, 3.0], [3.75, 3.75])).expect("parses");
+        let pooled = first.pool(second).expect("one machine");
+        let key = |k: &str| ("aco".to_string(), "B.2".to_string(), k.to_string());
+        assert_eq!(pooled.times[&key("os")].0.len(), 4);
+        assert_eq!(pooled.cells[&key("os")].0, 2.5, "the median of all four");
+        let mut ratios = pooled.paired_ratios("aco", "B.2", "static");
+        ratios.sort_by(f64::total_cmp);
+        assert_eq!(ratios, [0.5, 0.5, 1.25, 1.25], "each run over os's of its own repeat");
+        assert_eq!(pooled.date.as_deref(), Some("d; d"));
+        let other_machine =
+            RealBench::parse(&bench([1.0, 1.0], [1.0, 1.0]).replace("\"cores\": 2", "\"cores\": 4")).expect("parses");
+        let error = pooled.pool(other_machine).expect_err("4 cores").to_string();
+        assert!(error.contains("one machine"), "{error}");
+    }
+
+    #[test]
     fn bad_bench_files_say_what_is_missing() {
         for (text, says) in [
             ("[1, 2]", "no \"setup\""),
@@ -510,21 +694,93 @@ mod tests {
 
     #[test]
     fn workloads_map_to_the_simulated_programs_that_wait_the_same_way() {
-        let aco = sim_workload("aco", "pinlearn work aco --iterations 3000").expect("maps");
-        assert_eq!(aco.kind, WorkloadKind::Barrier);
-        let spin = sim_workload("aco-spin", "pinlearn work aco --sync spin-then-block --spin 1ms").expect("maps");
+        let (aco, waits) = sim_workload("aco", "pinlearn work aco --iterations 3000").expect("maps");
+        assert_eq!((aco.kind, waits), (WorkloadKind::Barrier, Some(6000.0)));
+        assert!(aco.main_thread, "a `pinlearn work` program has its main thread");
+        let (spin, waits) =
+            sim_workload("aco-spin", "pinlearn work aco --sync spin-then-block --spin 1ms").expect("maps");
         assert_eq!((spin.kind, spin.spin_s), (WorkloadKind::BarrierSpin, Some(0.001)));
-        let default_spin = sim_workload("aco-spin", "pinlearn work aco --sync spin-then-block").expect("maps");
+        assert_eq!(waits, Some(2.0 * ACO_DEFAULT_ITERATIONS));
+        let (default_spin, _) = sim_workload("aco-spin", "pinlearn work aco --sync spin-then-block").expect("maps");
         assert_eq!(default_spin.spin_s, Some(ACO_DEFAULT_SPIN_S));
-        let pipeline = sim_workload("pipeline", "pinlearn work pipeline --stages 3,1,1").expect("maps");
+        let (pipeline, waits) =
+            sim_workload("pipeline", "pinlearn work pipeline --stages 3,1,1 --items 200000").expect("maps");
         assert_eq!(
-            (pipeline.kind, pipeline.stages),
-            (WorkloadKind::Pipeline, vec![3.0, 1.0, 1.0])
+            (pipeline.kind, pipeline.stages, waits),
+            (WorkloadKind::Pipeline, vec![3.0, 1.0, 1.0], Some(200_000.0))
         );
-        let stream = sim_workload("stream", "pinlearn work stream --size 0.5").expect("maps");
-        assert_eq!(stream.kind, WorkloadKind::Independent);
+        let (binpack, waits) = sim_workload("binpack", "pinlearn work binpack --max-cycles 160").expect("maps");
+        assert_eq!((binpack.kind, waits), (WorkloadKind::Barrier, Some(320.0)));
+        let (stream, waits) = sim_workload("stream", "pinlearn work stream --size 0.5").expect("maps");
+        assert_eq!((stream.kind, waits), (WorkloadKind::Independent, None));
         assert!(sim_workload("fib", "pinlearn work fib").is_err());
         assert!(sim_workload("pipeline", "pinlearn work pipeline --stages 3,x").is_err());
+    }
+
+    #[test]
+    fn real_winners_are_faster_than_os_in_every_repeat_not_just_in_median() {
+        let run = |scenario: &str, scheduler: &str, repeat: u64, seconds: f64| {
+            format!(
+                r#"{{"workload": "aco", "scenario": "{scenario}", "scheduler": "{scheduler}", "repeat": {repeat}, "threads": 4, "completion_s": {seconds}}}"#
+            )
+        };
+        let mut runs = Vec::new();
+        for (repeat, os, static_, learn) in [(0, 1.00, 0.95, 0.99), (1, 1.00, 0.96, 0.97), (2, 1.00, 1.01, 0.97)] {
+            // B.1: static's median is 4% under os's, but one repeat is slower.
+            runs.push(run("B.1", "os", repeat, os));
+            runs.push(run("B.1", "static", repeat, static_));
+            runs.push(run("B.1", "learn", repeat, learn));
+            // B.2: both faster in every repeat; learn by more in median.
+            runs.push(run("B.2", "os", repeat, 2.0 * os));
+            runs.push(run("B.2", "static", repeat, 1.9 * static_.min(0.97)));
+            runs.push(run("B.2", "learn", repeat, 1.6 * learn));
+            // B.3: both faster in every repeat, within 1% of each other.
+            runs.push(run("B.3", "os", repeat, 2.0 * os));
+            runs.push(run("B.3", "static", repeat, 1.50));
+            runs.push(run("B.3", "learn", repeat, 1.51));
+        }
+        let text = format!(
+            r#"{{"setup": {{"cores": 2, "workloads": [["aco", "pinlearn work aco"]]}}, "runs": [{}]}}"#,
+            runs.join(",")
+        );
+        let real = RealBench::parse(&text).expect("parses");
+        let times = |scenario: &str| -> BTreeMap<&str, f64> {
+            SCHEDULERS
+                .iter()
+                .map(|s| {
+                    (
+                        *s,
+                        real.cells[&("aco".to_string(), scenario.to_string(), s.to_string())].0,
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            winner(&times("B.1")).as_deref(),
+            Some("static"),
+            "by medians static wins"
+        );
+        assert_eq!(
+            real_winners(&real, "aco", "B.1", &times("B.1")),
+            ["os"],
+            "one repeat says no"
+        );
+        assert_eq!(real_winners(&real, "aco", "B.2", &times("B.2")), ["learn"]);
+        assert_eq!(
+            real_winners(&real, "aco", "B.3", &times("B.3")),
+            ["static", "learn"],
+            "the runs cannot tell the two apart"
+        );
+        // Runs that name no repeat: the medians decide (static 4% and learn
+        // 3% faster than os, within 2% of each other).
+        let unpaired = RealBench {
+            repeats: BTreeMap::new(),
+            ..real.clone()
+        };
+        assert_eq!(
+            real_winners(&unpaired, "aco", "B.1", &times("B.1")),
+            ["static", "learn"]
+        );
     }
 
     #[test]

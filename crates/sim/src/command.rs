@@ -161,6 +161,11 @@ impl SimOptions {
         if let Some((name, value, _, allowed)) = checks.iter().find(|c| !c.2) {
             return Err(bad(format!("--{name} {value} is out of range: it must be {allowed}")));
         }
+        if let Some(grain) = workload.grain_s.filter(|g| !(g.is_finite() && *g > 0.0)) {
+            return Err(bad(format!(
+                "--grain {grain}s is out of range: give how long a thread works between two waits, e.g. 500us"
+            )));
+        }
         if params.balance_interval_s < 1e-4 {
             return Err(bad(format!(
                 "--balance-interval {}s is too short: use at least 100us",

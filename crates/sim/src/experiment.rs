@@ -185,7 +185,7 @@ impl Experiment {
                     .assignment
                     .iter()
                     .enumerate()
-                    .map(|(index, &core)| (index as ThreadKey + 1, core_places[core]))
+                    .map(|(index, &core)| (self.workload.key_of(index), core_places[core]))
                     .collect();
                 Box::new(FixedPolicy::new("best-static", place_of, layout.whole()))
             }
@@ -222,11 +222,11 @@ impl Experiment {
         let threads = self.workload.threads;
         let set = BubbleSet::new((0..nodes).map(|n| BubbleSpec::new(format!("node{n}"))).collect())
             .expect("distinct names, no nesting");
-        // Thread index i is the machine's thread key i + 1 (its tid).
+        // The machine's thread key of a worker is its tid.
         let members = (0..nodes)
             .map(|n| {
                 (threads * n / nodes..threads * (n + 1) / nodes)
-                    .map(|i| i as u32 + 1)
+                    .map(|i| self.workload.key_of(i) as u32)
                     .collect()
             })
             .collect();
@@ -278,8 +278,11 @@ impl Experiment {
         let mut running_average: Option<f64> = None;
         let mut series = Vec::new();
         // Programs whose threads come and go (fib) have no final assignment.
-        let mut tracker = (self.workload.tasks() == threads && threads.saturating_mul(machine.cores()) <= TRACK_LIMIT)
-            .then(|| AssignmentTracker::new(threads, machine.cores()));
+        // Every thread the program runs (a pipeline has one per stage at least).
+        let tasks = self.workload.tasks();
+        let mut tracker = (self.workload.kind != WorkloadKind::Fib
+            && tasks.saturating_mul(machine.cores()) <= TRACK_LIMIT)
+            .then(|| AssignmentTracker::new(tasks, machine.cores()));
         let mut period = 0u64;
         loop {
             let time_s = period as f64 * period_s;
@@ -294,7 +297,7 @@ impl Experiment {
                 series.push((time_s, average));
             }
             if let Some(tracker) = tracker.as_mut()
-                && machine.alive() == threads
+                && machine.alive() == tasks
             {
                 tracker.record(period, &machine.thread_cores(), constant_load.then_some(&prepared.game));
             }

@@ -57,6 +57,14 @@
 //!   balancer load_j = b_j + a_j          (Linux's h_load)
 //! ```
 //!
+//! Workers that sleep while they wait (blocking barriers, a pipeline's
+//! queues), two or more on a core, preempt the other session's program at
+//! their wake-ups: together they take up to 0.9 of the core, `min(1, slice
+//! / grain)` of the way there from their share by weight (the grain: how
+//! long a thread works between two waits, `--grain`; the slice: Linux's,
+//! 0.7 ms × (1 + log2(min(CPUs, 8)))). A program's main thread, asleep in
+//! join (`WorkloadSpec::main_thread`, set by calibration), never wakes.
+//!
 //! **NUMA.** A thread's memory lives on the node where it first did work
 //! (first touch). With memory intensity `m_i` ∈ [0, 1] and NUMA factor `F`
 //! (remote/local access cost), a thread running on another node progresses

@@ -17,8 +17,9 @@
 //!                        phase change, balance tick, period end); rates are constant over h:
 //!                 share_i = w_i / (R_core + b_core)                  same session (R: runnable weight)
 //!                         = w_i / R_core · a / (a + b_core), a = R_core / R_all   own session (groups)
-//!                           (the program's threads together at least 0.9 of the core when 2+
-//!                           of them that sleep at barriers live there: wake-up preemption)
+//!                           (wake-up preemption: where 2+ of its workers that sleep while they
+//!                           wait, at barriers or queues, live on the core, the program's threads
+//!                           take up to 0.9 of it, min(1, slice / grain) of the way there)
 //!                 cpu_i   = share_i · cap_core                      (nominal core-seconds per second)
 //!                 work_i  = cpu_i / (1 + (F − 1) · m_i · [memory node ≠ core node])
 //!               integrate run, wait, cpu, work, instructions over h
@@ -47,7 +48,7 @@ use crate::workload::{Activity, Program, WORK_EPSILON, WorkloadSpec};
 const PROGRAM_GROUP_WEIGHT: f64 = 1.0;
 
 /// The share of a core that two or more threads of a program that sleeps
-/// at barriers take from another session's program when pinned there
+/// while it waits take from another session's program when pinned there
 /// together. Measured (`scripts/session-shares`, 2026-11-24): four `pinlearn
 /// work aco` threads pinned two per CPU beside a busy loop in its own
 /// session left it 0.09 of its CPU, far below its group weight's half, and
@@ -55,7 +56,25 @@ const PROGRAM_GROUP_WEIGHT: f64 = 1.0;
 /// preempts the loop (EEVDF places a woken entity ahead of one that used up
 /// its slice). One such thread per CPU is the round's laggard, rarely
 /// sleeps, and got the group weight's share (the loop kept 0.60).
+///
+/// A woken thread preempts for about one scheduler slice; for the rest of
+/// its round the core is shared by weight again. So the program gets this
+/// share in proportion `min(1, slice / grain)` (the grain: how long a
+/// thread works between two waits, [`WorkloadSpec::grain_s`]): aco's rounds
+/// last about 0.3 ms and take it all, binpack's (about 5 ms, blocking
+/// barriers too) measured little of it (its pin beside the loop was 9%
+/// slower than Linux, aco's 42% faster; docs/results/bench-matrix-2026-11-25).
 const WAKE_PREEMPT_SHARE: f64 = 0.9;
+
+/// Linux's base scheduler slice (EEVDF's `sysctl_sched_base_slice`, 0.7
+/// ms), which the kernel scales by `1 + log2(min(CPUs, 8))`.
+const BASE_SLICE_S: f64 = 0.7e-3;
+
+/// The slice Linux gives a woken thread on a machine of `cores` CPUs.
+fn scheduler_slice_s(cores: usize) -> f64 {
+    let factor = 1 + cores.clamp(1, 8).ilog2();
+    BASE_SLICE_S * f64::from(factor)
+}
 
 /// The process id of the simulated program (one process): what
 /// [`Target::info`] reports and [`Target::bind_memory`] accepts.
@@ -228,15 +247,19 @@ pub struct SimMachine {
     threads: Vec<SimThread>,
     /// Runnable weight of the program's threads per core (R_j).
     runnable: Vec<f64>,
-    /// The program's threads sleep at barriers and the background is
-    /// another session's: fixed for the run.
-    wake_preempts: bool,
+    /// How much of [`WAKE_PREEMPT_SHARE`] the program's threads take where two
+    /// or more of them live on a core beside another session's program: 0
+    /// unless they sleep while they wait and the background is another
+    /// session's, else `min(1, slice / grain)`, or all of it where the
+    /// program's grain is not given (the papers' iterative programs wait
+    /// every millisecond or less, as aco does). Fixed for the run.
+    wake_preempts: f64,
     /// [`Self::advance_to`] stops as soon as threads are born: the program
     /// wakes up its bubbles then, and the manager places them before they
     /// compute (the in-process wake-up).
     wakes_up_births: bool,
-    /// The program's live threads per core, runnable or asleep (counted
-    /// only when `wake_preempts`).
+    /// The program's live workers per core, runnable or asleep (counted
+    /// only when `wake_preempts`; a main thread asleep in join never wakes).
     residents: Vec<u32>,
     /// Their sum over the cores (R).
     runnable_total: f64,
@@ -322,7 +345,13 @@ impl SimMachine {
             .collect();
         let program = spec.build(cores.len());
         let m = cores.len();
-        let wake_preempts = params.load_session == LoadSession::Own && program.sleeps_at_barriers();
+        let wake_preempts = if params.load_session == LoadSession::Own && program.sleeps_while_waiting() {
+            spec.grain_s.map_or(1.0, |grain| {
+                (scheduler_slice_s(m) / grain.max(f64::MIN_POSITIVE)).min(1.0)
+            })
+        } else {
+            0.0
+        };
         let mut machine = SimMachine {
             params,
             core_node,
@@ -361,20 +390,36 @@ impl SimMachine {
             scratch_load: vec![0.0; m],
         };
         machine.apply_background_phase();
-        let mut placed = vec![0.0; m];
-        let mut data = spec.data_shares().into_iter();
-        for index in 0..spec.tasks() {
-            let weight = spec.weight(index);
-            // A thread created later is placed when it is (place_newborn).
-            let core = if machine.program.tasks()[index].activity == Activity::Unborn {
-                0
+        let tasks = machine.program.tasks().len();
+        // The main thread (nice 0) sleeps all along; a worker has its spec's weight.
+        let weight_of = |index: usize| {
+            if index < spec.workers() {
+                spec.weight(index)
             } else {
-                let core = machine.fork_core(&placed, weight);
-                placed[core] += weight;
-                core
-            };
+                1.0
+            }
+        };
+        // Fork balancing in creation order (key order: the main thread
+        // first, running while it creates the workers).
+        let mut placed = vec![0.0; m];
+        let mut core_of = vec![0; tasks];
+        for key in 1..=tasks as ThreadKey {
+            let index = machine
+                .program
+                .index_of(key)
+                .expect("every key up to the task count has a task");
+            // A thread created later is placed when it is (place_newborn).
+            if machine.program.tasks()[index].activity != Activity::Unborn {
+                let core = machine.fork_core(&placed, weight_of(index));
+                placed[core] += weight_of(index);
+                core_of[index] = core;
+            }
+        }
+        let mut data = spec.data_shares().into_iter();
+        for (index, &core) in core_of.iter().enumerate() {
+            let weight = weight_of(index);
             machine.threads.push(SimThread {
-                key: index as ThreadKey + 1,
+                key: machine.program.key_of(index),
                 weight,
                 memory_intensity: spec.memory_intensity,
                 home: None,
@@ -520,11 +565,12 @@ impl SimMachine {
     fn recompute_loads(&mut self) {
         self.runnable.iter_mut().for_each(|r| *r = 0.0);
         self.residents.iter_mut().for_each(|r| *r = 0);
-        for (thread, task) in self.threads.iter().zip(self.program.tasks()) {
+        let workers = self.program.workers();
+        for (index, (thread, task)) in self.threads.iter().zip(self.program.tasks()).enumerate() {
             if task.activity.runnable() {
                 self.runnable[thread.core] += thread.weight;
             }
-            if self.wake_preempts && task.activity.exists() {
+            if self.wake_preempts > 0.0 && task.activity.exists() && index < workers {
                 self.residents[thread.core] += 1;
             }
         }
@@ -549,15 +595,15 @@ impl SimMachine {
 
     /// The share of `core` the program's threads get together (the rest
     /// goes to the background): by weight, except that two or more threads
-    /// that sleep at barriers take [`WAKE_PREEMPT_SHARE`] of a core from
-    /// another session's program by preempting it at every wake-up.
+    /// that sleep while they wait take up to [`WAKE_PREEMPT_SHARE`] of a core
+    /// from another session's program by preempting it at every wake-up
+    /// (`wake_preempts` of the way there).
     fn program_fraction(&self, core: usize) -> f64 {
         let program = self.program_load(self.runnable[core], self.runnable_total);
         let whole = program + self.bg[core];
         let by_weight = if whole > 0.0 { program / whole } else { 0.0 };
-        let preempts = self.wake_preempts && program > 0.0 && self.residents[core] >= 2;
-        if preempts {
-            by_weight.max(WAKE_PREEMPT_SHARE)
+        if program > 0.0 && self.residents[core] >= 2 {
+            by_weight + (by_weight.max(WAKE_PREEMPT_SHARE) - by_weight) * self.wake_preempts
         } else {
             by_weight
         }
@@ -1036,7 +1082,12 @@ impl Target for SimMachine {
         self.last_progress = elapsed.map(|e| (self.totals.work - self.work_at_observe) / e);
         self.work_at_observe = self.totals.work;
         let (mut work, mut instructions, mut ran, mut queued) = (0.0, 0.0, 0.0, 0.0);
-        for index in 0..self.threads.len() {
+        // In key order (the main thread, when there is one, comes first).
+        for key in 1..=self.threads.len() as ThreadKey {
+            let index = self
+                .program
+                .index_of(key)
+                .expect("every key up to the task count has a task");
             if !self.program.tasks()[index].activity.exists() {
                 continue;
             }
@@ -1072,7 +1123,7 @@ impl Target for SimMachine {
     }
 
     fn place(&mut self, key: ThreadKey, place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {
-        let Some(index) = (key as usize).checked_sub(1).filter(|&i| i < self.threads.len()) else {
+        let Some(index) = self.program.index_of(key) else {
             return Ok(false);
         };
         if !self.program.tasks()[index].activity.exists() {
@@ -1110,7 +1161,7 @@ impl Target for SimMachine {
     }
 
     fn last_cpu(&mut self, key: ThreadKey) -> Option<usize> {
-        let index = (key as usize).checked_sub(1)?;
+        let index = self.program.index_of(key)?;
         self.threads.get(index).map(|thread| self.core_cpu[thread.core])
     }
 

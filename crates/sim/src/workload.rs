@@ -23,6 +23,9 @@
 //!                   (Unborn ─► Work, reported in `take_born`), it blocks until
 //!                   both are Done, then it is Done; leaves work ∝ fib(n - d)
 //!   tasks that went Block ─► Work are reported as woken (the OS places them).
+//!   main_thread: one more task after the workers, asleep (Block) all along,
+//!                with the first thread key, as a real program's main thread
+//!                waiting in join.
 //! ```
 //!
 //! Work is measured in nominal core-seconds: a thread alone on a core of
@@ -47,6 +50,33 @@ const ITEM_SECONDS: f64 = 0.025;
 
 /// Work of creating two threads (`fib`'s inner threads), in core-seconds.
 const SPAWN_SECONDS: f64 = 1e-4;
+
+/// The thread key (1, 2, ...) of task `index` of a program with `workers`
+/// workers among `tasks` threads: the main thread (task `workers`, when
+/// there is one) comes first, as on a real machine (the lowest thread id),
+/// then the workers in index order.
+fn thread_key(index: usize, workers: usize, tasks: usize) -> u64 {
+    if tasks == workers {
+        index as u64 + 1
+    } else if index == workers {
+        1
+    } else {
+        index as u64 + 2
+    }
+}
+
+/// The task index of thread key `key` ([`thread_key`]'s inverse), `None`
+/// for a key no task has.
+fn task_index(key: u64, workers: usize, tasks: usize) -> Option<usize> {
+    let index = if tasks == workers {
+        (key as usize).checked_sub(1)?
+    } else if key == 1 {
+        workers
+    } else {
+        (key as usize).checked_sub(2)?
+    };
+    (index < tasks).then_some(index)
+}
 
 /// The programs `--workload` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -131,6 +161,20 @@ pub struct WorkloadSpec {
     /// Share of a thread's time spent on memory accesses, in [0, 1]: the
     /// NUMA slowdown is proportional to it.
     pub memory_intensity: f64,
+    /// How long a thread of the real program the run stands for works
+    /// between two waits (a barrier round, a pipeline item), in seconds;
+    /// `None`: often enough that its waking threads take all they can from
+    /// another session's program (`machine.rs`, wake-up preemption), as
+    /// aco's sub-millisecond rounds do. Only that depends on it: the
+    /// simulated rounds (0.1 s) and items (25 ms) keep their length, which
+    /// the fluid model does not need shorter.
+    pub grain_s: Option<f64>,
+    /// The program also has the main thread that created its workers and
+    /// sleeps in `join` until they end, as every `pinlearn work` program
+    /// does: the first thread (key 1), asleep all along, which round-robin
+    /// placements count like any other (every workload but `fib`, whose
+    /// root thread is its own; calibration against real runs sets it).
+    pub main_thread: bool,
 }
 
 impl Default for WorkloadSpec {
@@ -146,19 +190,34 @@ impl Default for WorkloadSpec {
             stages: vec![2.0, 1.0, 1.0],
             queue_capacity: 64,
             memory_intensity: 0.3,
+            grain_s: None,
+            main_thread: false,
         }
     }
 }
 
 impl WorkloadSpec {
-    /// The threads the simulated program has over its run: `threads`,
-    /// except for `fib`, whose `threads` leaves come with the inner threads
-    /// that created them (2 x leaves - 1).
-    pub fn tasks(&self) -> usize {
+    /// The threads that do the program's work: `threads`, except for
+    /// `fib`, whose `threads` leaves come with the inner threads that
+    /// created them (2 x leaves - 1), and `pipeline`, which has at least one
+    /// thread per stage (as `pinlearn work pipeline` does).
+    pub fn workers(&self) -> usize {
         match self.kind {
             WorkloadKind::Fib => (2 * self.threads).saturating_sub(1),
+            WorkloadKind::Pipeline => self.threads.max(self.stages.len()),
             _ => self.threads,
         }
+    }
+
+    /// Every thread the simulated program has over its run: its workers,
+    /// then the main thread if it has one (task index `workers()`).
+    pub fn tasks(&self) -> usize {
+        self.workers() + usize::from(self.main_thread && self.kind != WorkloadKind::Fib)
+    }
+
+    /// The thread key of task `index` ([`thread_key`]).
+    pub fn key_of(&self, index: usize) -> u64 {
+        thread_key(index, self.workers(), self.tasks())
     }
 
     /// The CFS weight of thread `index`.
@@ -176,8 +235,8 @@ impl WorkloadSpec {
     pub fn pipeline_stages(&self) -> Vec<usize> {
         let stages = self.stages.len().max(1);
         let mut per_stage = vec![0usize; stages];
-        let mut stage_of = Vec::with_capacity(self.threads);
-        for index in 0..self.threads {
+        let mut stage_of = Vec::with_capacity(self.workers());
+        for index in 0..self.workers() {
             let stage = if index < stages {
                 index
             } else {
@@ -200,9 +259,12 @@ impl WorkloadSpec {
     /// the real workload's plate of [`HEAT_ROWS`] rows split into one stripe
     /// per thread, a neighbour's share is 1 / (stripe rows + 2).
     pub fn data_shares(&self) -> Vec<Vec<(usize, f64)>> {
-        let n = self.tasks();
+        let n = self.workers();
+        let own = |i: usize| vec![(i, 1.0)];
+        // The main thread, if any, reads only its own data.
+        let main = (n..self.tasks()).map(own);
         if self.kind != WorkloadKind::Heat || n < 2 {
-            return (0..n).map(|i| vec![(i, 1.0)]).collect();
+            return (0..n).map(own).chain(main).collect();
         }
         let stripe = (HEAT_ROWS as f64 / n as f64).max(1.0);
         let edge = 1.0 / (stripe + 2.0);
@@ -216,6 +278,7 @@ impl WorkloadSpec {
                 shares.extend(neighbours.into_iter().map(|j| (j, edge)));
                 shares
             })
+            .chain(main)
             .collect()
     }
 
@@ -229,7 +292,7 @@ impl WorkloadSpec {
     /// a core the thread needs at the bottleneck stage's pace. The load
     /// model behind `best-static` and the makespan figures uses it.
     pub fn demands(&self) -> Vec<f64> {
-        match self.kind {
+        let workers: Vec<f64> = match self.kind {
             WorkloadKind::Pipeline => {
                 let stage_of = self.pipeline_stages();
                 let mut per_stage = vec![0usize; self.stages.len().max(1)];
@@ -255,15 +318,21 @@ impl WorkloadSpec {
                 .enumerate()
                 .map(|(i, node)| if node.children.is_none() { self.weight(i) } else { 0.0 })
                 .collect(),
-            _ => (0..self.tasks()).map(|i| self.weight(i)).collect(),
-        }
+            _ => (0..self.workers()).map(|i| self.weight(i)).collect(),
+        };
+        // The main thread sleeps all along: it asks for nothing.
+        let main = std::iter::repeat_n(0.0, self.tasks() - self.workers());
+        workers.into_iter().chain(main).collect()
     }
 
     /// The program, with work sized so that it takes about `duration_s` on
     /// `cores` idle cores of capacity 1.
     pub fn build(&self, cores: usize) -> Program {
-        let n = self.threads;
         let cores = cores.max(1) as f64;
+        if self.kind == WorkloadKind::Fib {
+            return self.build_fib(cores);
+        }
+        let n = self.workers();
         let weights: Vec<f64> = (0..n).map(|i| self.weight(i)).collect();
         let total_weight: f64 = weights.iter().sum();
         let max_weight = weights.iter().copied().fold(0.0, f64::max);
@@ -274,18 +343,16 @@ impl WorkloadSpec {
         } else {
             0.0
         };
-        if self.kind == WorkloadKind::Fib {
-            return self.build_fib(cores);
-        }
         let state = match self.kind {
             WorkloadKind::Fib => unreachable!("built above"),
             WorkloadKind::Independent => {
                 let tasks = weights.iter().map(|w| Task::work(w * per_unit)).collect();
-                return Program {
+                return self.with_main_thread(Program {
                     tasks,
                     state: ProgramState::Independent,
                     born: Vec::new(),
-                };
+                    workers: n,
+                });
             }
             WorkloadKind::Barrier | WorkloadKind::BarrierSpin | WorkloadKind::Heat => {
                 let rounds = (self.duration_s / ROUND_SECONDS).round().max(1.0) as u64;
@@ -344,6 +411,7 @@ impl WorkloadSpec {
             tasks: vec![Task::idle(); n],
             state,
             born: Vec::new(),
+            workers: n,
         };
         match &program.state {
             ProgramState::Barrier(barrier) => {
@@ -356,6 +424,18 @@ impl WorkloadSpec {
                 program.settle_pipeline(&mut woken);
             }
             ProgramState::Independent | ProgramState::Fib(_) => {}
+        }
+        self.with_main_thread(program)
+    }
+
+    /// `program` with the main thread after its workers, asleep until they
+    /// end, if the spec has one.
+    fn with_main_thread(&self, mut program: Program) -> Program {
+        if self.tasks() > self.workers() {
+            program.tasks.push(Task {
+                activity: Activity::Block,
+                remaining: 0.0,
+            });
         }
         program
     }
@@ -403,6 +483,7 @@ impl WorkloadSpec {
             .iter()
             .map(|node| if node.children.is_some() { 2 } else { 0 })
             .collect();
+        let workers = tasks.len();
         Program {
             tasks,
             state: ProgramState::Fib(FibState {
@@ -411,6 +492,7 @@ impl WorkloadSpec {
                 pending,
             }),
             born: Vec::new(),
+            workers,
         }
     }
 }
@@ -557,15 +639,34 @@ enum ProgramState {
 /// The state of every thread of the simulated program.
 #[derive(Clone, Debug)]
 pub struct Program {
+    /// The workers' tasks, then the main thread's if the program has one.
     tasks: Vec<Task>,
     state: ProgramState,
     /// Threads created since the last [`Program::take_born`].
     born: Vec<usize>,
+    /// How many of `tasks` are workers (the state machines' threads).
+    workers: usize,
 }
 
 impl Program {
     pub fn tasks(&self) -> &[Task] {
         &self.tasks
+    }
+
+    /// How many of the tasks are workers: the main thread, if any, is the
+    /// one after them.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// The thread key of task `index` ([`thread_key`]).
+    pub fn key_of(&self, index: usize) -> u64 {
+        thread_key(index, self.workers, self.tasks.len())
+    }
+
+    /// The task of thread key `key` ([`task_index`]).
+    pub fn index_of(&self, key: u64) -> Option<usize> {
+        task_index(key, self.workers, self.tasks.len())
     }
 
     /// Records `amount` core-seconds of progress on thread `index`'s chunk.
@@ -575,7 +676,7 @@ impl Program {
 
     /// True once every thread has finished.
     pub fn complete(&self) -> bool {
-        self.tasks.iter().all(|t| t.activity == Activity::Done)
+        self.tasks[..self.workers].iter().all(|t| t.activity == Activity::Done)
     }
 
     /// The threads created since the last call (`fib`), in creation order.
@@ -600,16 +701,18 @@ impl Program {
         }
     }
 
-    /// The threads sleep at barriers (blocking, or spinning a while and
-    /// then blocking) and are woken at every round: on a real machine such
-    /// threads preempt another session's program at each wake-up.
-    pub fn sleeps_at_barriers(&self) -> bool {
+    /// The threads sleep while they wait (at barriers, blocking or
+    /// spinning a while and then blocking; on a pipeline's empty or full
+    /// queues) and are woken again and again: on a real machine such threads
+    /// preempt another session's program at each wake-up.
+    pub fn sleeps_while_waiting(&self) -> bool {
         match &self.state {
             ProgramState::Barrier(b) => match b.wait {
                 Wait::Block => true,
                 Wait::Spin(seconds) => seconds.is_finite(),
             },
-            _ => false,
+            ProgramState::Pipeline(_) => true,
+            ProgramState::Independent | ProgramState::Fib(_) => false,
         }
     }
 
@@ -625,6 +728,7 @@ impl Program {
     /// spins. Threads that went from not runnable to runnable are appended
     /// to `woken`.
     pub fn settle(&mut self, now: f64, woken: &mut Vec<usize>) {
+        let workers = self.workers;
         let finished: Vec<usize> = (0..self.tasks.len())
             .filter(|&i| self.tasks[i].activity == Activity::Work && self.tasks[i].remaining <= WORK_EPSILON)
             .collect();
@@ -659,13 +763,13 @@ impl Program {
                         remaining: 0.0,
                     };
                 }
-                if barrier.arrived == self.tasks.len() {
-                    let mut arrived_now = vec![false; self.tasks.len()];
+                if barrier.arrived == workers {
+                    let mut arrived_now = vec![false; workers];
                     finished.iter().for_each(|&i| arrived_now[i] = true);
                     barrier.arrived = 0;
                     barrier.round += 1;
                     let last = barrier.round >= barrier.rounds;
-                    for (i, task) in self.tasks.iter_mut().enumerate() {
+                    for (i, task) in self.tasks[..workers].iter_mut().enumerate() {
                         // The threads arriving now were running until now.
                         let was_blocked = task.activity == Activity::Block && !arrived_now[i];
                         *task = if last {
@@ -818,6 +922,7 @@ mod tests {
             stages: vec![2.0, 1.0, 1.0],
             queue_capacity: 4,
             memory_intensity: 0.0,
+            ..WorkloadSpec::default()
         }
     }
 

@@ -22,6 +22,7 @@ fn spec(kind: WorkloadKind, threads: usize, duration_s: f64) -> WorkloadSpec {
         stages: vec![2.0, 1.0, 1.0],
         queue_capacity: 64,
         memory_intensity: 0.0,
+        ..WorkloadSpec::default()
     }
 }
 
@@ -580,4 +581,50 @@ fn another_sessions_load_weighs_as_a_group_and_the_os_keeps_the_program_off_it()
         vec![0, 1],
         "thread against thread, one thread per core is balanced"
     );
+}
+
+#[test]
+fn waking_workers_preempt_another_session_as_often_as_they_wait_and_a_main_thread_never() {
+    use pinlearn_experiment::LoadSession;
+    let places = places("node:1 core:2 pu:1");
+    let params = MachineParams {
+        load_session: LoadSession::Own,
+        ..exact(SimMetric::Cpu)
+    };
+    // The other session's share of core 0 over 10 s, with the program's
+    // threads pinned by key: `cores[k]` is the core of key k + 1.
+    let background_share = |workload: WorkloadSpec, cores: &[usize]| {
+        let load = BackgroundSchedule::new(vec![(0.0, vec![1.0, 0.0])]);
+        let mut machine = SimMachine::new(&places, &workload, load, params.clone(), 1);
+        observe(&mut machine);
+        for (key, &core) in (1..).zip(cores) {
+            assert!(machine.place(key, core, &CpuSet::new()).unwrap());
+        }
+        machine.advance_to(10.0);
+        let (_, background) = machine.cpu_given();
+        background[0] / 10.0
+    };
+    let barrier = |workers, grain_s, main_thread| WorkloadSpec {
+        grain_s,
+        main_thread,
+        ..spec(WorkloadKind::Barrier, workers, 100.0)
+    };
+    // Two waking workers on core 0: they take 0.9 of it where they wait
+    // often (no grain given), 0.9 of the way there by slice / grain (1.4 ms
+    // on 2 CPUs) where they wait every 5 ms.
+    let often = background_share(barrier(4, None, false), &[0, 1, 0, 1]);
+    assert!(close(often, 0.1, 0.02), "{often}");
+    let seldom = background_share(barrier(4, Some(5e-3), false), &[0, 1, 0, 1]);
+    assert!(seldom > 0.3 && seldom < 0.6, "{seldom}");
+    // A pipeline's stages wake at every item like barrier threads.
+    let pipeline = WorkloadSpec {
+        stages: vec![1.0, 1.0, 1.0, 1.0],
+        ..spec(WorkloadKind::Pipeline, 4, 100.0)
+    };
+    let stages = background_share(pipeline, &[0, 1, 0, 1]);
+    assert!(stages < 0.15, "{stages}");
+    // The main thread (key 1) asleep in join on core 0 beside one worker:
+    // one waking worker there, which gets the share of its group's weight.
+    let beside_main = background_share(barrier(2, None, true), &[0, 0, 1]);
+    assert!(beside_main > 0.45, "{beside_main}");
 }
