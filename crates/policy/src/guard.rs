@@ -27,7 +27,9 @@
 //!        `savings` waits for max_gap)
 //!        expected loss = 1 − (the other arm's last score / the champion's
 //!        last window), at least 0: a champion that got worse than the
-//!        other arm was is checked at once; `assumed_loss` before the other
+//!        other arm was is checked at once (a leading learner even where
+//!        the budget is spent: Linux is the safe side); `assumed_loss`
+//!        before the other
 //!        arm was ever measured (so the first probe waits
 //!        assumed_loss / probe_cost windows: the 15th, after 4.2 s,
 //!        by default),
@@ -526,7 +528,14 @@ impl Guard {
         // expected to lose more than `savings` comes only every `max_gap`
         // windows.
         self.spent = self.spent.max(budget - self.cfg.savings.max(self.cfg.probe_cost));
-        let affordable = !replays && self.spent + expected_loss <= budget;
+        // The learner leads but its last window fell below Linux's last
+        // score: Linux, the safe side, is probed at once even where earlier
+        // probes overspent the budget (a probe that met the load moving
+        // can charge a whole window), or the run would stay with a
+        // learner gone wrong for up to `max_gap` windows.
+        let linux_overdue = self.champion == Arm::Learn
+            && matches!((self.other, self.before), (Some(os), Some(current)) if os > current * (1.0 + self.cfg.margin));
+        let affordable = !replays && (linux_overdue || self.spent + expected_loss <= budget);
         if std::mem::take(&mut self.confirm) || affordable || self.since_probe >= self.cfg.max_gap.max(1) {
             self.since_probe = 0;
             self.window_arm = self.champion.other();
@@ -1059,6 +1068,43 @@ mod tests {
             "Linux probed {first_os_after} periods after the drop"
         );
         assert!(arms[drop_at + 6 * 4..].iter().filter(|&&a| a == Arm::Os).count() > 150);
+    }
+
+    #[test]
+    fn a_leading_learner_that_falls_below_linux_is_checked_at_once_even_right_after_a_costly_probe() {
+        // The learner is twice as good, so each probe of Linux loses 50%
+        // and spends 25 windows of the 2% budget. The learner's placement
+        // goes bad right after such a probe: Linux, the safe side, is
+        // probed within a few windows all the same, not once the budget has
+        // caught up, and takes over.
+        let rate_until = |drop_at: usize| {
+            move |arm: Arm, period: usize| match arm {
+                Arm::Os => 1.0,
+                Arm::Learn if period < drop_at => 2.0,
+                Arm::Learn => 0.5,
+            }
+        };
+        let steady = run(&mut Guard::new(cfg()), 400, rate_until(usize::MAX));
+        let last_probe_end = steady.iter().rposition(|&a| a == Arm::Os).expect("Linux probed") + 1;
+        assert!(
+            last_probe_end > 100,
+            "Linux was probed after the start: {last_probe_end}"
+        );
+        // The drop comes once the learner's window after that probe has
+        // settled the comparison.
+        let drop_at = last_probe_end + 4;
+        let mut guard = Guard::new(cfg());
+        let arms = run(&mut guard, drop_at + 200, rate_until(drop_at));
+        assert_eq!(arms[..drop_at], steady[..drop_at], "the same run until the drop");
+        let first_os_after = arms[drop_at..]
+            .iter()
+            .position(|&a| a == Arm::Os)
+            .expect("Linux probed");
+        assert!(
+            first_os_after <= 2 * 4,
+            "Linux probed {first_os_after} periods after the drop"
+        );
+        assert_eq!(guard.champion(), Arm::Os);
     }
 
     #[test]
