@@ -59,10 +59,9 @@ pub struct RealBench {
     pub command: Option<String>,
     /// (name, the `pinlearn work` command it ran).
     pub workloads: Vec<(String, String)>,
-    /// Median completion (s) and threads per (workload, scenario, scheduler).
-    pub cells: BTreeMap<(String, String, String), (f64, usize)>,
-    /// Every completion (s) per (workload, scenario, scheduler): what
-    /// [`RealBench::pool`] adds up.
+    /// Every completion (s) and the threads per (workload, scenario,
+    /// scheduler): what [`RealBench::pool`] adds up and
+    /// [`RealBench::cells`] takes the medians of.
     pub times: BTreeMap<(String, String, String), (Vec<f64>, usize)>,
     /// Completion (s) by repeat index per (workload, scenario, scheduler),
     /// for runs that name their repeat: what pairs a scheduler's run with
@@ -151,7 +150,6 @@ impl RealBench {
             date: text_of("date"),
             command: text_of("command"),
             workloads,
-            cells: medians(&times),
             times,
             repeats,
         })
@@ -183,7 +181,6 @@ impl RealBench {
             let pooled = self.times.entry(key).or_insert_with(|| (Vec::new(), threads));
             pooled.0.extend(values);
         }
-        self.cells = medians(&self.times);
         let joined = |a: Option<String>, b: Option<String>| match (a, b) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
             (a, b) => a.or(b),
@@ -191,6 +188,14 @@ impl RealBench {
         self.date = joined(self.date, other.date);
         self.command = joined(self.command, other.command);
         Ok(self)
+    }
+
+    /// Median completion (s) and threads per (workload, scenario, scheduler).
+    pub fn cells(&self) -> BTreeMap<(String, String, String), (f64, usize)> {
+        self.times
+            .iter()
+            .filter_map(|(key, (values, threads))| Some((key.clone(), (stats(values)?.median, *threads))))
+            .collect()
     }
 
     /// The times of `scheduler` over os's of the same repeat, in one cell
@@ -223,16 +228,6 @@ const ACO_DEFAULT_ITERATIONS: f64 = 4000.0;
 
 /// `pinlearn work pipeline`'s items when its command does not say.
 const PIPELINE_DEFAULT_ITEMS: f64 = 600_000.0;
-
-/// The median completion and threads of every cell.
-fn medians(
-    times: &BTreeMap<(String, String, String), (Vec<f64>, usize)>,
-) -> BTreeMap<(String, String, String), (f64, usize)> {
-    times
-        .iter()
-        .filter_map(|(key, (values, threads))| Some((key.clone(), (stats(values)?.median, *threads))))
-        .collect()
-}
 
 /// The simulated program that stands for a real workload, or why none
 /// does, with how many times each of the real program's threads waits over
@@ -437,6 +432,7 @@ pub fn calibrate(
     let schedulers = [PolicyChoice::Os, PolicyChoice::Static, PolicyChoice::Learn].map(Scheduler::policy);
     let mut cells = Vec::new();
     let mut skipped = Vec::new();
+    let real_cells = real.cells();
     for (name, command) in &real.workloads {
         let (base, waits) = match sim_workload(name, command) {
             Ok(found) => found,
@@ -446,8 +442,7 @@ pub fn calibrate(
             }
         };
         let scenarios: Vec<String> = {
-            let mut list: Vec<String> = real
-                .cells
+            let mut list: Vec<String> = real_cells
                 .keys()
                 .filter(|(w, _, s)| w == name && s == "os")
                 .map(|(_, scenario, _)| scenario.clone())
@@ -460,14 +455,14 @@ pub fn calibrate(
                 skipped.push(format!("{name} {scenario_name}: not a scenario of this version"));
                 continue;
             };
-            let (real_os, threads) = real.cells[&(name.clone(), scenario_name.clone(), "os".to_string())];
+            let (real_os, threads) = real_cells[&(name.clone(), scenario_name.clone(), "os".to_string())];
             // The program's length without load at this level sizes the work.
             let unloaded = Scenario {
                 load: Load::None,
                 ..scenario
             }
             .to_string();
-            let Some(&(duration, _)) = real.cells.get(&(name.clone(), unloaded.clone(), "os".to_string())) else {
+            let Some(&(duration, _)) = real_cells.get(&(name.clone(), unloaded.clone(), "os".to_string())) else {
                 skipped.push(format!(
                     "{name} {scenario_name}: no os run of {unloaded} to size the work"
                 ));
@@ -501,10 +496,7 @@ pub fn calibrate(
             }
             let mut real_times: BTreeMap<&str, f64> = BTreeMap::new();
             for label in SCHEDULERS {
-                if let Some(&(t, _)) = real
-                    .cells
-                    .get(&(name.clone(), scenario_name.clone(), label.to_string()))
-                {
+                if let Some(&(t, _)) = real_cells.get(&(name.clone(), scenario_name.clone(), label.to_string())) {
                     real_times.insert(label, t);
                 }
             }
@@ -634,10 +626,10 @@ mod tests {
         assert_eq!(real.topology(), "node:1 core:2 pu:1");
         assert_eq!(real.load_session, LoadSession::Own);
         let key = |s: &str, k: &str| ("aco".to_string(), s.to_string(), k.to_string());
-        assert_eq!(real.cells[&key("B.1", "os")], (1.2, 4));
-        assert_eq!(real.cells[&key("B.2", "static")], (1.5, 4));
+        assert_eq!(real.cells()[&key("B.1", "os")], (1.2, 4));
+        assert_eq!(real.cells()[&key("B.2", "static")], (1.5, 4));
         assert!(
-            !real.cells.contains_key(&key("B.2", "os")),
+            !real.cells().contains_key(&key("B.2", "os")),
             "an unfinished run has no time"
         );
     }
@@ -664,7 +656,7 @@ mod tests {
         let pooled = first.pool(second).expect("one machine");
         let key = |k: &str| ("aco".to_string(), "B.2".to_string(), k.to_string());
         assert_eq!(pooled.times[&key("os")].0.len(), 4);
-        assert_eq!(pooled.cells[&key("os")].0, 2.5, "the median of all four");
+        assert_eq!(pooled.cells()[&key("os")].0, 2.5, "the median of all four");
         let mut ratios = pooled.paired_ratios("aco", "B.2", "static");
         ratios.sort_by(f64::total_cmp);
         assert_eq!(ratios, [0.5, 0.5, 1.25, 1.25], "each run over os's of its own repeat");
@@ -750,7 +742,7 @@ mod tests {
                 .map(|s| {
                     (
                         *s,
-                        real.cells[&("aco".to_string(), scenario.to_string(), s.to_string())].0,
+                        real.cells()[&("aco".to_string(), scenario.to_string(), s.to_string())].0,
                     )
                 })
                 .collect()
