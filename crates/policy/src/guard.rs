@@ -725,6 +725,21 @@ mod tests {
         run_measured(guard, periods, |arm, period| (rate(arm, period), Signs::default()))
     }
 
+    /// Progress per period: the learner's placement twice as good as
+    /// Linux's until period `drop_at`, then half as good.
+    fn learner_twice_as_good_until(drop_at: usize) -> impl Fn(Arm, usize) -> f64 {
+        move |arm, period| match arm {
+            Arm::Os => 1.0,
+            Arm::Learn if period < drop_at => 2.0,
+            Arm::Learn => 0.5,
+        }
+    }
+
+    /// How many periods after `from` Linux first placed the threads.
+    fn periods_until_linux(arms: &[Arm], from: usize) -> usize {
+        arms[from..].iter().position(|&a| a == Arm::Os).expect("Linux probed")
+    }
+
     /// Periods with Linux's threads spending `waiting` of their CPU time in
     /// waiting code, the learner's twice as fast as Linux's.
     fn run_waiting(guard: &mut Guard, periods: usize, waiting: f64) -> Vec<Arm> {
@@ -1052,17 +1067,9 @@ mod tests {
         // a probe within a few windows, not a gap later, and takes over.
         let mut guard = Guard::new(cfg());
         let drop_at = 400;
-        let rate = |arm: Arm, period: usize| match arm {
-            Arm::Os => 1.0,
-            Arm::Learn if period < drop_at => 2.0,
-            Arm::Learn => 0.5,
-        };
-        let arms = run(&mut guard, 600, rate);
+        let arms = run(&mut guard, 600, learner_twice_as_good_until(drop_at));
         assert_eq!(guard.champion(), Arm::Os);
-        let first_os_after = arms[drop_at..]
-            .iter()
-            .position(|&a| a == Arm::Os)
-            .expect("Linux probed");
+        let first_os_after = periods_until_linux(&arms, drop_at);
         assert!(
             first_os_after <= 3 * 4,
             "Linux probed {first_os_after} periods after the drop"
@@ -1077,14 +1084,7 @@ mod tests {
         // goes bad right after such a probe: Linux, the safe side, is
         // probed within a few windows all the same, not once the budget has
         // caught up, and takes over.
-        let rate_until = |drop_at: usize| {
-            move |arm: Arm, period: usize| match arm {
-                Arm::Os => 1.0,
-                Arm::Learn if period < drop_at => 2.0,
-                Arm::Learn => 0.5,
-            }
-        };
-        let steady = run(&mut Guard::new(cfg()), 400, rate_until(usize::MAX));
+        let steady = run(&mut Guard::new(cfg()), 400, learner_twice_as_good_until(usize::MAX));
         let last_probe_end = steady.iter().rposition(|&a| a == Arm::Os).expect("Linux probed") + 1;
         assert!(
             last_probe_end > 100,
@@ -1094,12 +1094,9 @@ mod tests {
         // settled the comparison.
         let drop_at = last_probe_end + 4;
         let mut guard = Guard::new(cfg());
-        let arms = run(&mut guard, drop_at + 200, rate_until(drop_at));
+        let arms = run(&mut guard, drop_at + 200, learner_twice_as_good_until(drop_at));
         assert_eq!(arms[..drop_at], steady[..drop_at], "the same run until the drop");
-        let first_os_after = arms[drop_at..]
-            .iter()
-            .position(|&a| a == Arm::Os)
-            .expect("Linux probed");
+        let first_os_after = periods_until_linux(&arms, drop_at);
         assert!(
             first_os_after <= 2 * 4,
             "Linux probed {first_os_after} periods after the drop"
