@@ -15,6 +15,7 @@
 //! seed = 1
 //! children = true          # also supervise descendant processes
 //! follow_program_affinity = true  # a thread whose program changes its mask is left alone
+//! manager_priority = "realtime"   # realtime | normal: pinlearn's own periods come on time
 //! memory_binding = 0.5     # optional: memory follows half of a process's threads
 //! remote_cost = 2.1        # optional: how many times slower a thread runs away
 //!                          # from its memory (bubbles); default: the machine's
@@ -67,6 +68,19 @@ pub enum Metric {
     /// Bytes read and written per second (/proc/PID/task/TID/io), relative
     /// to the recent peak: for streaming programs.
     Io,
+}
+
+/// The scheduling priority of pinlearn's own manager thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ManagerPriority {
+    /// SCHED_FIFO at the lowest real-time priority while the manager takes
+    /// short steps (never inherited by what it starts): its periods come
+    /// on time even with hundreds of runnable threads per CPU. Where the
+    /// kernel refuses it, normal priority (said only if periods ran late).
+    Realtime,
+    /// The priority pinlearn was started with.
+    Normal,
 }
 
 /// Which policy decides.
@@ -136,6 +150,8 @@ pub struct Settings {
     /// pinlearn (its own program, an MPI launcher, taskset) is left alone
     /// from then on, with one note; `false`: pinlearn keeps placing it.
     pub follow_program_affinity: bool,
+    /// The manager thread's own scheduling priority.
+    pub manager_priority: ManagerPriority,
     /// Move a process's memory to the node where this share of its threads
     /// runs (paper 002 §5.2's zeta, in [0, 1]); off when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -188,6 +204,7 @@ impl Default for Settings {
             seed: 1,
             children: true,
             follow_program_affinity: true,
+            manager_priority: ManagerPriority::Realtime,
             memory_binding: None,
             remote_cost: None,
             levels: crate::levels::two_level(),

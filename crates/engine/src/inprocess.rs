@@ -215,7 +215,7 @@ impl Manager {
                 // periods taken when the wait last looked.
                 let (mut asked_at_step, mut steps_seen) = (0, 0);
                 let mut engine = engine;
-                let (stop, wall) = drive(&mut engine, &mut target, &session, None, |deadline, steps| {
+                let driven = drive(&mut engine, &mut target, &session, None, |deadline, steps| {
                     let mut control = lock(&shared);
                     if steps != steps_seen {
                         steps_seen = steps;
@@ -236,12 +236,11 @@ impl Manager {
                         None
                     }
                 })?;
-                debug_assert!(started.elapsed() >= wall);
+                debug_assert!(started.elapsed() >= driven.wall);
                 Ok(crate::supervise::summary(
                     &session,
                     &engine,
-                    stop,
-                    wall,
+                    &driven,
                     cpu_time(true) - cpu0,
                 ))
             })

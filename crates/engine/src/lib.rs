@@ -34,7 +34,7 @@ pub mod supervise;
 pub mod target;
 mod trace;
 
-pub use config::{Metric, PolicyChoice, Settings, format_duration, parse_duration};
+pub use config::{ManagerPriority, Metric, PolicyChoice, Settings, format_duration, parse_duration};
 pub use declared::{BubbleApi, BubbleId, DeclaredBubbles};
 pub use engine::{Engine, PlaceShare, ThreadSummary};
 pub use error::EngineError;
@@ -42,5 +42,5 @@ pub use inprocess::{Manager, Registrar, Registration};
 pub use places::Places;
 pub use session::{Request, Session};
 pub use supervise::{GuardSummary, Stop, Summary};
-pub use target::{Target, ThreadInfo, queued_share};
+pub use target::{Target, ThreadInfo, printable, queued_share};
 pub use trace::Trace;

@@ -172,7 +172,7 @@ impl Status {
             text,
             "{:indent$}bubble {}  CPUs {}",
             "",
-            bubble.name,
+            crate::printable(&bubble.name),
             if cpus.is_empty() {
                 "-".to_string()
             } else {
@@ -227,7 +227,11 @@ fn thread_text(thread: &StatusThread, depth: usize, text: &mut String) {
         text,
         "{:indent$}{} (tid {}, pid {})  {}",
         "",
-        if thread.name.is_empty() { "?" } else { &thread.name },
+        if thread.name.is_empty() {
+            "?".into()
+        } else {
+            crate::printable(&thread.name)
+        },
         thread.tid,
         thread.pid,
         thread

@@ -24,9 +24,12 @@
 //! the whole foreground process group, so those are not sent twice.
 
 use crate::EngineError;
+use crate::config::ManagerPriority;
 use crate::engine::{EndedThreads, Engine, ThreadSummary};
 use crate::events::{Event, Events};
-use crate::live::{Journal, LiveProcess, Scope, get_affinity, process_alive, runtime_dir, set_affinity};
+use crate::live::{
+    Journal, LiveProcess, ManagerScheduling, Scope, get_affinity, process_alive, runtime_dir, set_affinity,
+};
 use crate::session::Session;
 use crate::status::StatusFile;
 use serde::Serialize;
@@ -46,6 +49,12 @@ pub struct Summary {
     pub interval_ms: f64,
     pub wall_s: f64,
     pub periods: u64,
+    /// Periods the manager missed: counted where one began more than a
+    /// period and a half after the one before it (it waited for a CPU).
+    pub missed_periods: u64,
+    /// The manager ran at real-time priority (`manager_priority`; a note
+    /// says if it gave it up during the run).
+    pub manager_realtime: bool,
     pub threads_seen: usize,
     pub repins: u64,
     /// Processes whose memory was moved to another node (memory binding).
@@ -83,8 +92,12 @@ pub struct GuardSummary {
 impl Summary {
     /// Human-readable report (what `--json` does not ask for).
     pub fn to_text(&self) -> String {
+        let missed = match self.missed_periods {
+            0 => String::new(),
+            missed => format!(" ({missed} more missed)"),
+        };
         let mut out = format!(
-            "pinlearn: {} on CPUs {}, metric {}, {:.1} s, {} periods of {} ms\n",
+            "pinlearn: {} on CPUs {}, metric {}, {:.1} s, {} periods of {} ms{missed}\n",
             self.policy, self.cpus, self.metric, self.wall_s, self.periods, self.interval_ms
         );
         out += &format!(
@@ -123,7 +136,7 @@ impl Summary {
                 "  {:>8} {:>8} {:<16} {:>7} {:>10} {:<12} {:>7} {:>12} {:>7}  {}\n",
                 t.who.pid,
                 t.who.tid,
-                t.who.name,
+                crate::printable(&t.who.name),
                 t.periods,
                 fmt(t.mean_speed),
                 t.source.unwrap_or("-"),
@@ -218,23 +231,61 @@ pub enum Wake {
     StepNow,
 }
 
+/// How a supervision's periods went ([`drive`]).
+#[derive(Clone, Debug)]
+pub struct Driven {
+    pub stop: Stop,
+    pub wall: Duration,
+    /// Periods missed: where a period began more than a period and a half
+    /// after the one before it (the manager waited for a CPU before the
+    /// step, or during the one before), the periods that fit in between.
+    pub missed_periods: u64,
+    /// The manager began at real-time priority (`manager_priority`).
+    pub realtime: bool,
+    /// What the manager had to say about its own running (priority).
+    pub notes: Vec<String>,
+}
+
+/// A period begun more than 1 + this share of a period after the one before
+/// it came late.
+const LATE_SHARE: f64 = 0.5;
+
 /// Runs the engine against `target` every `interval` until `wait` says
 /// stop, then restores every changed affinity. `wait(deadline, steps)`
 /// (`steps`: periods taken so far) blocks until `deadline` (returning
 /// `None`) or until something ends the supervision or wants a period now.
+/// The calling thread runs at the priority `manager_priority` asks for
+/// while it drives ([`ManagerScheduling`]).
 pub fn drive(
     engine: &mut Engine,
     target: &mut LiveProcess,
     session: &Session,
     mut status: Option<&mut StatusFile>,
     mut wait: impl FnMut(Instant, u64) -> Option<Wake>,
-) -> Result<(Stop, Duration), EngineError> {
+) -> Result<Driven, EngineError> {
     let interval = session.settings.interval;
+    let mut scheduling = ManagerScheduling::start(session.settings.manager_priority);
+    let realtime = scheduling.raised();
+    let mut notes = Vec::new();
     let start = Instant::now();
     let mut next = start;
     let mut steps = 0u64;
+    let mut missed_periods = 0u64;
+    let mut previous: Option<Instant> = None;
     let mut early = false;
     let result = loop {
+        let began = Instant::now();
+        let cpu_before = cpu_time(true);
+        // Late: more than a period and a half after the one before it (the
+        // manager waited for a CPU before the step, or during the last one).
+        if let Some(before) = previous.replace(began)
+            && !early
+        {
+            let gap = (began - before).as_secs_f64() / interval.as_secs_f64();
+            if gap > 1.0 + LATE_SHARE {
+                missed_periods += gap.round() as u64 - 1;
+            }
+        }
         if let Err(e) = engine.step(target, start.elapsed().as_secs_f64()) {
             break Err(e);
         }
@@ -248,6 +299,10 @@ pub fn drive(
         {
             target.set_place_cpus(places.cpus.clone());
             engine.replace_places(places, policy);
+        }
+        if let Some(note) = scheduling.step_took(cpu_time(true).saturating_sub(cpu_before), interval) {
+            eprintln!("pinlearn: {note}");
+            notes.push(note);
         }
         if !std::mem::take(&mut early) {
             next += interval;
@@ -270,7 +325,7 @@ pub fn drive(
             None => {}
         }
     };
-    let elapsed = start.elapsed();
+    let wall = start.elapsed();
     let failures = target.restore();
     let flushed = engine.flush_trace();
     let stop = result?;
@@ -281,19 +336,50 @@ pub fn drive(
             e,
         ));
     }
-    Ok((stop, elapsed))
+    // Said once, and only where it mattered.
+    let asked = steps + missed_periods;
+    if missed_periods > 0 && missed_periods * 10 >= asked {
+        let why = match (scheduling.refused(), session.settings.manager_priority) {
+            (Some(refused), _) => format!(
+                "; real-time priority, which lets it run on time, was refused ({refused}): run pinlearn as root or with CAP_SYS_NICE"
+            ),
+            (None, ManagerPriority::Normal) => "; manager_priority = \"realtime\" lets it run on time".to_string(),
+            (None, ManagerPriority::Realtime) => String::new(),
+        };
+        let note = format!(
+            "pinlearn missed {missed_periods} of {asked} periods: the CPUs were too busy for it to run on time{why}"
+        );
+        eprintln!("pinlearn: {note}");
+        notes.push(note);
+    }
+    Ok(Driven {
+        stop,
+        wall,
+        missed_periods,
+        realtime,
+        notes,
+    })
 }
 
-pub(crate) fn summary(session: &Session, engine: &Engine, stop: Stop, wall: Duration, cpu: Duration) -> Summary {
+pub(crate) fn summary(session: &Session, engine: &Engine, driven: &Driven, cpu: Duration) -> Summary {
     let threads = engine.thread_summaries();
+    let (stop, wall) = (driven.stop, driven.wall);
     Summary {
         policy: engine.policy_name(),
         metric: session.metric.to_string(),
-        notes: session.notes.iter().chain(engine.notes()).cloned().collect(),
+        notes: session
+            .notes
+            .iter()
+            .chain(engine.notes())
+            .chain(&driven.notes)
+            .cloned()
+            .collect(),
         cpus: session.allowed().to_string(),
         interval_ms: session.settings.interval.as_secs_f64() * 1e3,
         wall_s: wall.as_secs_f64(),
         periods: engine.periods(),
+        missed_periods: driven.missed_periods,
+        manager_realtime: driven.realtime,
         threads_seen: engine.threads_seen(),
         repins: engine.repins(),
         memory_moves: engine.memory_moves(),
@@ -392,8 +478,8 @@ fn supervise(
         let _ = watchdog.kill();
         let _ = watchdog.wait();
     }
-    let (stop, wall) = driven?;
-    let mut report = summary(session, &engine, stop, wall, cpu_time(false) - cpu0);
+    let driven = driven?;
+    let mut report = summary(session, &engine, &driven, cpu_time(false) - cpu0);
     report.notes.extend(journal_note);
     report.notes.extend(target.take_notes());
     report.notes.extend(status.take_note());

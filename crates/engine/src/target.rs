@@ -27,6 +27,28 @@ pub struct ThreadInfo {
     pub ppid: u32,
 }
 
+/// `name` (a thread's or a bubble's, set by the supervised program) as it
+/// may be printed on a terminal: control characters (a newline, an escape
+/// sequence) are written escaped (`\n`, `\u{1b}`), so a program cannot
+/// break a table or drive the terminal through its thread names. Traces
+/// and JSON carry the name itself, quoted by their formats.
+pub fn printable(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.chars().any(char::is_control) {
+        name.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        name.into()
+    }
+}
+
 fn is_zero(value: &u32) -> bool {
     *value == 0
 }
@@ -125,7 +147,16 @@ pub trait Target {
 
 #[cfg(test)]
 mod tests {
-    use super::queued_share;
+    use super::{printable, queued_share};
+
+    #[test]
+    fn names_print_with_their_control_characters_escaped_and_nothing_else_changed() {
+        assert_eq!(printable("worker-3"), "worker-3");
+        assert_eq!(printable("wörker ✓"), "wörker ✓");
+        assert_eq!(printable("a\nb"), "a\\nb");
+        assert_eq!(printable("\u{1b}[2Jx\t"), "\\u{1b}[2Jx\\t");
+        assert!(!printable("\r\n\u{7f}\u{9b}").chars().any(char::is_control));
+    }
 
     #[test]
     fn queuing_counts_only_when_the_program_had_fewer_cpus_than_it_may_use() {

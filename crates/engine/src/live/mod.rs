@@ -24,6 +24,7 @@ mod cpuset;
 mod helper;
 mod journal;
 mod memory;
+mod priority;
 mod probe;
 mod tasks;
 /// The calling thread's id.
@@ -44,6 +45,7 @@ pub mod restore {
     pub use super::journal::{restore, watch};
 }
 pub use memory::current_thread_stack;
+pub use priority::ManagerScheduling;
 pub use probe::{CpuSamples, instructions_supported, resolve_metric, sampling_supported};
 pub use tasks::{Scan, TaskWatcher, process_alive, thread_name};
 pub use waiting::{CodeKind, WaitingCode, WaitingRules};
@@ -457,7 +459,9 @@ impl LiveProcess {
         self.affinity.release(who.tid);
         let note = format!(
             "thread {} ({}) of process {} changed its own CPU mask ({expected} -> {now}); pinlearn leaves it alone from now on (follow_program_affinity = false keeps placing it)",
-            who.tid, who.name, who.pid
+            who.tid,
+            crate::printable(&who.name),
+            who.pid
         );
         eprintln!("pinlearn: {note}");
         self.notes.push(note);
@@ -894,7 +898,7 @@ impl Target for LiveProcess {
             EngineError::io(
                 format!(
                     "cannot set the affinity of thread {tid} ({}) to {target}",
-                    thread.who.name
+                    crate::printable(&thread.who.name)
                 ),
                 e,
             )

@@ -334,7 +334,15 @@ impl WaitingMaps {
                     read_mapped_file(pid, path, start, end)
                 })
             });
+        // A process that ended while it was read (its files went with it)
+        // has nothing to say: its threads are gone by the next period.
+        let alive = || super::tasks::process_alive(pid);
         match built {
+            Ok(code) if !code.unreadable.is_empty() && !alive() => Some(code),
+            Err(_) if !alive() => {
+                self.unreadable.insert(pid);
+                None
+            }
             Ok(code) => {
                 let known = self
                     .processes
@@ -577,6 +585,20 @@ mod tests {
         let gaps: Vec<u64> = (0..8).map(|reads| refresh_gap(reads).as_millis() as u64).collect();
         assert_eq!(gaps, [50, 100, 200, 400, 800, 1000, 1000, 1000]);
         assert_eq!(refresh_gap(u32::MAX).as_millis(), 1000);
+    }
+
+    #[test]
+    fn a_process_that_ended_before_its_maps_were_read_is_not_said_unreadable() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let rules = crate::live::WaitingRules::default().compile().unwrap();
+        let mut maps = WaitingMaps::new(rules);
+        assert!(maps.of(pid).is_none());
+        assert_eq!(maps.take_notes(), Vec::<String>::new());
+        // A live process whose maps are read says nothing either.
+        assert!(maps.of(std::process::id()).is_some());
+        assert_eq!(maps.take_notes(), Vec::<String>::new());
     }
 
     #[test]

@@ -248,10 +248,12 @@ pub fn process_alive(pid: u32) -> bool {
 }
 
 /// The name thread `tid` of `pid` gave itself (`/proc/PID/task/TID/comm`).
+/// A thread may give itself any bytes but NUL: bytes that are not UTF-8
+/// become U+FFFD, so the name still shows (and rules still match the rest).
 pub fn thread_name(pid: u32, tid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-        .ok()
-        .map(|s| s.trim_end().to_string())
+    let bytes = std::fs::read(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+    let name = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    Some(String::from_utf8_lossy(name).into_owned())
 }
 
 #[cfg(test)]
@@ -328,5 +330,26 @@ mod tests {
         assert!(!own.scan().threads.iter().any(|&(pid, _)| pid == other.id()));
         other.kill().unwrap();
         other.wait().unwrap();
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_read_with_replacement_characters_not_lost() {
+        let me = std::process::id();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            // Any bytes but NUL, as a C program may give them (prctl copies
+            // at most 15 of them).
+            let name = c"w\xff\nx ";
+            // SAFETY: PR_SET_NAME reads a NUL-terminated string we own.
+            let set = unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+            assert_eq!(set, 0);
+            tid_tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
+            done_rx.recv().ok();
+        });
+        let tid = tid_rx.recv().unwrap();
+        assert_eq!(thread_name(me, tid).as_deref(), Some("w\u{fffd}\nx "));
+        done_tx.send(()).unwrap();
+        worker.join().unwrap();
     }
 }
