@@ -43,7 +43,13 @@
 //!        places each period, `placed`): the same probe would lose
 //!        again, until Linux's window score moves by more than
 //!        `replay_change` from the one it lost to, or the learner's
-//!        threads change (`learner_changed`)
+//!        threads change (`learner_changed`);
+//!        after k of the learner's probes in a row tied with Linux (within
+//!        `margin` either way) while it moved no thread, at least 2^k
+//!        (up to `max_gap`) of Linux's windows (`tie_backoff`), until a
+//!        probe does not tie or Linux's score moves by more than
+//!        `replay_change`: ties cost no budget, yet every probe's
+//!        switches cost something no window scores
 //!
 //!   score of a window = mean application progress over its periods,
 //!   the first one left out (threads are still moving there)
@@ -135,6 +141,16 @@ pub struct GuardConfig {
     /// probe expected to lose more waits for `max_gap`. At least 0 (taken
     /// as `probe_cost` below it); a large value removes the limit.
     pub savings: f64,
+    /// Once the learner's probes tied with Linux's windows (neither ahead
+    /// by `margin`) k times in a row while Linux is champion and the
+    /// learner moved no thread in them, the next one waits 2^k of Linux's
+    /// windows (at most `max_gap`), until a probe does not tie or Linux's
+    /// score moves by more than `replay_change`: where
+    /// the windows cannot tell the two apart (threads that fill every CPU,
+    /// no heartbeats), a probe still costs its switches, which no window
+    /// scores. Off: a tie costs nothing and probes come as the budget
+    /// allows.
+    pub tie_backoff: bool,
 }
 
 impl Default for GuardConfig {
@@ -152,6 +168,7 @@ impl Default for GuardConfig {
             decisive: 0.5,
             replay_change: 0.1,
             savings: 0.225,
+            tie_backoff: true,
         }
     }
 }
@@ -237,6 +254,10 @@ pub struct Guard {
     replay: Option<f64>,
     /// The learner's probes lost in a row while it moved no thread.
     settled_losses: u32,
+    /// The learner's probes that tied with Linux in a row (Linux champion),
+    /// and Linux's score at the last of them.
+    ties: u32,
+    tied_at: Option<f64>,
     /// Signs of Linux's blind spots summed over the scored periods of the
     /// window in progress.
     signs_sum: Signs<f64>,
@@ -285,6 +306,8 @@ impl Guard {
             probe_settled: false,
             replay: None,
             settled_losses: 0,
+            ties: 0,
+            tied_at: None,
             signs_sum: Signs::default(),
             signs_count: Signs::default(),
             os_signs: Signs::default(),
@@ -432,6 +455,7 @@ impl Guard {
             {
                 self.champion = Arm::Learn;
                 self.stats.switches += 1;
+                self.ties = 0;
                 self.other = Some(before);
                 self.replay = None;
                 self.settled_losses = 0;
@@ -455,6 +479,7 @@ impl Guard {
                 if probe > base * (1.0 + self.cfg.margin) {
                     self.champion = self.champion.other();
                     self.stats.switches += 1;
+                    self.ties = 0;
                     self.other = Some(base);
                     self.replay = None;
                     self.settled_losses = 0;
@@ -469,6 +494,16 @@ impl Guard {
                     self.earlier = None;
                     self.window_arm = self.champion;
                     return;
+                }
+                // A tie counts only where the learner moved no thread in
+                // its window (it tried what it has learned, not something
+                // new: one still drawing its places learns only in its
+                // probes, and they must go on).
+                if probe < base * (1.0 - self.cfg.margin) || self.champion != Arm::Os {
+                    self.ties = 0;
+                } else if self.probe_settled {
+                    self.ties += 1;
+                    self.tied_at = Some(base);
                 }
                 self.spent += (1.0 - probe / base).max(0.0);
                 // What the probe cost the champion's own window after it
@@ -518,6 +553,19 @@ impl Guard {
             self.replay = None;
         }
         let replays = self.champion == Arm::Os && self.replay.is_some();
+        // Ties in a row: Linux keeps the threads for 2^ties windows, unless
+        // its score moved (the load changed).
+        if let (Some(tied_at), Some(current)) = (self.tied_at, self.before)
+            && (current - tied_at).abs() > tied_at.abs() * self.cfg.replay_change
+        {
+            self.ties = 0;
+            self.tied_at = None;
+        }
+        let tie_wait = if self.cfg.tie_backoff && self.champion == Arm::Os && self.ties > 0 {
+            (1u32 << self.ties.min(16)).min(self.cfg.max_gap.max(1))
+        } else {
+            0
+        };
         // (With a margin for rounding: 0.015 x 15 falls just short of 0.225
         // in floating point, which put the first probe a window late.)
         let budget = self.cfg.probe_cost * (self.windows + 1) as f64 + 1e-9;
@@ -535,7 +583,8 @@ impl Guard {
         // learner gone wrong for up to `max_gap` windows.
         let linux_overdue = self.champion == Arm::Learn
             && matches!((self.other, self.before), (Some(os), Some(current)) if os > current * (1.0 + self.cfg.margin));
-        let affordable = !replays && (linux_overdue || self.spent + expected_loss <= budget);
+        let affordable =
+            !replays && self.since_probe >= tie_wait && (linux_overdue || self.spent + expected_loss <= budget);
         if std::mem::take(&mut self.confirm) || affordable || self.since_probe >= self.cfg.max_gap.max(1) {
             self.since_probe = 0;
             self.window_arm = self.champion.other();
@@ -921,6 +970,74 @@ mod tests {
             |period| if period % 12 < 6 { 0.96 } else { 1.04 },
         );
         assert!(held.len() <= 9, "{held:?}");
+    }
+
+    /// The periods that start a learner window when both arms make
+    /// `linux(period)` (a tie) and the learner's threads change every
+    /// `change_every` periods (threads that end, as a divide-and-conquer
+    /// program's leaves do); the learner moves a thread within its windows
+    /// unless `settled`.
+    fn tied_learner_window_starts(
+        cfg: GuardConfig,
+        settled: bool,
+        change_every: usize,
+        linux: impl Fn(usize) -> f64,
+    ) -> Vec<usize> {
+        let mut guard = Guard::new(cfg);
+        let mut starts = Vec::new();
+        let mut last: Option<Arm> = None;
+        for period in 0..3000 {
+            let progress = last.map(|_| linux(period));
+            let arm = guard.next(progress, Signs::default());
+            guard.placed(&ONE_THREAD, &[if settled { 0 } else { period % 2 }]);
+            if period % change_every == 0 {
+                guard.learner_changed();
+            }
+            if arm == Arm::Learn && last != Some(Arm::Learn) {
+                starts.push(period);
+            }
+            last = Some(arm);
+        }
+        assert_eq!(guard.champion(), Arm::Os);
+        starts
+    }
+
+    #[test]
+    fn a_settled_learner_that_ties_with_linux_is_probed_ever_more_rarely() {
+        let steady = |_| 1.0;
+        // Without the back-off, a tie costs no budget, and the learner's
+        // threads changing every 4 windows end the replay rule's wait:
+        // a probe every few windows, all run long.
+        let off = GuardConfig {
+            tie_backoff: false,
+            ..GuardConfig::default()
+        };
+        let every = tied_learner_window_starts(off, true, 24, steady);
+        assert!(every.len() >= 100, "{} probes: {every:?}", every.len());
+        // With it, the k-th tie in a row makes the next probe wait 2^k of
+        // Linux's windows, up to max_gap (64), whatever the threads do.
+        let backed = tied_learner_window_starts(GuardConfig::default(), true, 24, steady);
+        let gaps: Vec<usize> = backed.windows(2).map(|w| (w[1] - w[0]) / 6).collect();
+        assert!(backed.len() <= 15, "{gaps:?}");
+        assert!(gaps.windows(2).all(|g| g[1] >= g[0]), "{gaps:?}");
+        assert!(gaps.iter().any(|&g| g >= 64), "{gaps:?}");
+        // A learner still moving threads in its probes is learning there:
+        // its ties do not hold it back.
+        let learning = tied_learner_window_starts(GuardConfig::default(), false, 24, steady);
+        assert!(learning.len() >= 100, "{learning:?}");
+        assert_eq!(learning, tied_learner_window_starts(off, false, 24, steady));
+        // Linux's score moving by more than replay_change (the load
+        // changed) ends the wait: a probe within two windows.
+        let moved = tied_learner_window_starts(
+            GuardConfig::default(),
+            true,
+            24,
+            |period| {
+                if period < 1500 { 1.0 } else { 1.2 }
+            },
+        );
+        let next = moved.iter().find(|&&p| p >= 1500).expect("a probe after the change");
+        assert!(*next <= 1500 + 2 * 6, "{moved:?}");
     }
 
     #[test]
