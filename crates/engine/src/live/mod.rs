@@ -570,10 +570,14 @@ impl LiveProcess {
     /// (or, for a new process, of its parent), the mask is pinlearn's, and
     /// the one to restore is what the process had before pinlearn.
     fn original_of_new_thread(&self, pid: u32, found_on: &CpuSet) -> CpuSet {
+        // The parent as the scan found it (a thread of the tree listed it
+        // among its children): reading it from /proc/PID/stat would cost
+        // a whole-process stat per new process, and that read waited for
+        // seconds on crowded processes (docs/reliability.md).
         let creator = if self.process_original.contains_key(&pid) {
             Some(pid)
         } else {
-            parent_of(pid)
+            self.parents.get(&pid).copied()
         };
         match creator {
             Some(creator) if self.pinned_processes.contains(&creator) && self.place_cpus.contains(found_on) => self
@@ -779,11 +783,6 @@ fn stat_field<T: std::str::FromStr>(path: &str, field: usize) -> Option<T> {
 /// The CPU thread `tid` of `pid` ran on last (field 39 of its stat line).
 fn last_cpu_of(pid: u32, tid: u32) -> Option<usize> {
     stat_field(&format!("/proc/{pid}/task/{tid}/stat"), 39)
-}
-
-/// The parent of process `pid` (field 4 of /proc/PID/stat).
-fn parent_of(pid: u32) -> Option<u32> {
-    stat_field(&format!("/proc/{pid}/stat"), 4)
 }
 
 /// What one period's measurement found besides the samples.

@@ -4,8 +4,9 @@
 //!
 //! ```text
 //!   scan():  pending = [root]
-//!     pop pid ─► /proc/PID/stat (kept open): as many threads as the last
-//!                scan listed, none ended since (rescan()), and fewer than
+//!     pop pid ─► fstat of /proc/PID/task (kept open; its link count is 2 +
+//!                the thread count): as many threads as the last scan
+//!                listed, none ended since (rescan()), and fewer than
 //!                CHILDREN_EVERY scans ago? ─► the same tids
 //!                else /proc/PID/task (directory kept open, rewound) ─► tids
 //!                 └─ children on: /proc/PID/task/TID/children (file kept open; read for
@@ -22,7 +23,7 @@
 //! 20 scans/s, with sched_getaffinity's decoding); a process started by a
 //! thread seen before is found within [`CHILDREN_EVERY`] scans. Listing
 //! /proc/PID/task was most of the rest: it is listed again when the
-//! process's thread count (field 20 of /proc/PID/stat) changed, when the
+//! process's thread count changed, when the
 //! caller saw a thread end ([`TaskWatcher::rescan`]: one may have started
 //! in its place), and every [`CHILDREN_EVERY`] scans whatever happened.
 
@@ -182,9 +183,8 @@ fn child_processes(files: &mut HashMap<u32, (File, Vec<u32>)>, pid: u32, tid: u3
 /// One process's thread listing.
 struct Listed {
     dir: Dir,
-    stat: File,
     tids: Vec<u32>,
-    /// The thread count /proc/PID/stat gave when `tids` was listed.
+    /// The thread count when `tids` was listed.
     count: Option<u64>,
 }
 
@@ -196,10 +196,8 @@ impl Listed {
             Mode::empty(),
         )
         .ok()?;
-        let stat = File::open(format!("/proc/{pid}/stat")).ok()?;
         Some(Listed {
             dir,
-            stat,
             tids: Vec::new(),
             count: None,
         })
@@ -208,12 +206,7 @@ impl Listed {
     /// The process's threads: those listed last time while its thread
     /// count is the same (and `relist` is false), else listed afresh.
     fn tids(&mut self, relist: bool) -> &[u32] {
-        let mut buf = [0u8; 1024];
-        let count = self
-            .stat
-            .read_at(&mut buf, 0)
-            .ok()
-            .and_then(|n| stat_thread_count(&buf[..n]));
+        let count = task_dir_thread_count(&self.dir);
         if relist || count.is_none() || count != self.count {
             self.tids = self
                 .dir
@@ -227,16 +220,14 @@ impl Listed {
     }
 }
 
-/// Field 20 (num_threads) of a /proc/PID/stat line; the name in field 2
-/// may hold spaces and parentheses, so fields are counted after its last ')'.
-fn stat_thread_count(line: &[u8]) -> Option<u64> {
-    let after_name = line.iter().rposition(|&b| b == b')')? + 1;
-    std::str::from_utf8(&line[after_name..])
-        .ok()?
-        .split_ascii_whitespace()
-        .nth(17)?
-        .parse()
-        .ok()
+/// The thread count of a process from its open /proc/PID/task directory:
+/// the kernel gives that directory 2 + that many links. A `fstat`, where
+/// reading /proc/PID/stat sums every thread's times under the process's
+/// locks (and waited seconds for a crowded process's in a measured case,
+/// docs/reliability.md).
+fn task_dir_thread_count(dir: &Dir) -> Option<u64> {
+    let stat = nix::sys::stat::fstat(dir).ok()?;
+    (stat.st_nlink as u64).checked_sub(2)
 }
 
 /// Whether process `pid` runs (exists and is not a zombie).
@@ -265,11 +256,39 @@ mod tests {
     }
 
     #[test]
-    fn the_thread_count_is_read_after_the_name() {
-        let line = b"4711 (a) b (c)) S 1 4711 4711 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 17 0 12345 1000";
-        assert_eq!(stat_thread_count(line), Some(17));
-        assert_eq!(stat_thread_count(b"4711 (x) S 1"), None);
-        assert_eq!(stat_thread_count(b"garbage"), None);
+    fn the_task_directory_counts_the_threads_of_its_process() {
+        let me = std::process::id();
+        let dir = Dir::open(
+            format!("/proc/{me}/task").as_str(),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        let listed = || std::fs::read_dir(format!("/proc/{me}/task")).unwrap().count() as u64;
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let wait = std::sync::Arc::new(std::sync::Mutex::new(wait));
+        // The harness runs other tests' threads beside this one: compare
+        // with listings taken just before and after.
+        let before = listed();
+        let helpers: Vec<_> = (0..3)
+            .map(|_| {
+                let wait = wait.clone();
+                std::thread::spawn(move || {
+                    let _ = wait.lock().unwrap().recv();
+                })
+            })
+            .collect();
+        let (low, count, high) = (listed(), task_dir_thread_count(&dir), listed());
+        let count = count.expect("a count");
+        assert!(
+            count >= low.min(high) && count <= low.max(high),
+            "{low} <= {count} <= {high}"
+        );
+        assert!(count >= 4, "this thread and three helpers at least: {count} (before them {before})");
+        drop(go);
+        for helper in helpers {
+            helper.join().unwrap();
+        }
     }
 
     #[test]
