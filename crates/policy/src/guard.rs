@@ -912,16 +912,32 @@ mod tests {
     /// `linux(period)` and the learner 0.8; the learner keeps its thread on
     /// one place when `settled`, else moves it every period.
     fn learner_window_starts(cfg: GuardConfig, settled: bool, linux: impl Fn(usize) -> f64) -> Vec<usize> {
+        window_starts(cfg, settled, |_| 0.8, None, linux)
+    }
+
+    /// As [`learner_window_starts`], the learner making `learner(linux's
+    /// score)`, and its threads changing every `change_every` periods if
+    /// given (threads that end, as a divide-and-conquer program's leaves do).
+    fn window_starts(
+        cfg: GuardConfig,
+        settled: bool,
+        learner: impl Fn(f64) -> f64,
+        change_every: Option<usize>,
+        linux: impl Fn(usize) -> f64,
+    ) -> Vec<usize> {
         let mut guard = Guard::new(cfg);
         let mut starts = Vec::new();
         let mut last: Option<Arm> = None;
         for period in 0..3000 {
             let progress = last.map(|arm| match arm {
-                Arm::Learn => 0.8,
+                Arm::Learn => learner(linux(period)),
                 Arm::Os => linux(period),
             });
             let arm = guard.next(progress, Signs::default());
             guard.placed(&ONE_THREAD, &[if settled { 0 } else { period % 2 }]);
+            if change_every.is_some_and(|every| period % every == 0) {
+                guard.learner_changed();
+            }
             if arm == Arm::Learn && last != Some(Arm::Learn) {
                 starts.push(period);
             }
@@ -972,34 +988,10 @@ mod tests {
         assert!(held.len() <= 9, "{held:?}");
     }
 
-    /// The periods that start a learner window when both arms make
-    /// `linux(period)` (a tie) and the learner's threads change every
-    /// `change_every` periods (threads that end, as a divide-and-conquer
-    /// program's leaves do); the learner moves a thread within its windows
-    /// unless `settled`.
-    fn tied_learner_window_starts(
-        cfg: GuardConfig,
-        settled: bool,
-        change_every: usize,
-        linux: impl Fn(usize) -> f64,
-    ) -> Vec<usize> {
-        let mut guard = Guard::new(cfg);
-        let mut starts = Vec::new();
-        let mut last: Option<Arm> = None;
-        for period in 0..3000 {
-            let progress = last.map(|_| linux(period));
-            let arm = guard.next(progress, Signs::default());
-            guard.placed(&ONE_THREAD, &[if settled { 0 } else { period % 2 }]);
-            if period % change_every == 0 {
-                guard.learner_changed();
-            }
-            if arm == Arm::Learn && last != Some(Arm::Learn) {
-                starts.push(period);
-            }
-            last = Some(arm);
-        }
-        assert_eq!(guard.champion(), Arm::Os);
-        starts
+    /// The learner window starts of a learner that ties with Linux (both
+    /// make `linux(period)`) and whose threads change every 4 windows.
+    fn tied_learner_window_starts(cfg: GuardConfig, settled: bool, linux: impl Fn(usize) -> f64) -> Vec<usize> {
+        window_starts(cfg, settled, |score| score, Some(24), linux)
     }
 
     #[test]
@@ -1012,26 +1004,25 @@ mod tests {
             tie_backoff: false,
             ..GuardConfig::default()
         };
-        let every = tied_learner_window_starts(off, true, 24, steady);
+        let every = tied_learner_window_starts(off, true, steady);
         assert!(every.len() >= 100, "{} probes: {every:?}", every.len());
         // With it, the k-th tie in a row makes the next probe wait 2^k of
         // Linux's windows, up to max_gap (64), whatever the threads do.
-        let backed = tied_learner_window_starts(GuardConfig::default(), true, 24, steady);
+        let backed = tied_learner_window_starts(GuardConfig::default(), true, steady);
         let gaps: Vec<usize> = backed.windows(2).map(|w| (w[1] - w[0]) / 6).collect();
         assert!(backed.len() <= 15, "{gaps:?}");
         assert!(gaps.windows(2).all(|g| g[1] >= g[0]), "{gaps:?}");
         assert!(gaps.iter().any(|&g| g >= 64), "{gaps:?}");
         // A learner still moving threads in its probes is learning there:
         // its ties do not hold it back.
-        let learning = tied_learner_window_starts(GuardConfig::default(), false, 24, steady);
+        let learning = tied_learner_window_starts(GuardConfig::default(), false, steady);
         assert!(learning.len() >= 100, "{learning:?}");
-        assert_eq!(learning, tied_learner_window_starts(off, false, 24, steady));
+        assert_eq!(learning, tied_learner_window_starts(off, false, steady));
         // Linux's score moving by more than replay_change (the load
         // changed) ends the wait: a probe within two windows.
         let moved = tied_learner_window_starts(
             GuardConfig::default(),
             true,
-            24,
             |period| {
                 if period < 1500 { 1.0 } else { 1.2 }
             },

@@ -284,7 +284,10 @@ mod tests {
             count >= low.min(high) && count <= low.max(high),
             "{low} <= {count} <= {high}"
         );
-        assert!(count >= 4, "this thread and three helpers at least: {count} (before them {before})");
+        assert!(
+            count >= 4,
+            "this thread and three helpers at least: {count} (before them {before})"
+        );
         drop(go);
         for helper in helpers {
             helper.join().unwrap();
