@@ -20,6 +20,22 @@ impl Drop for Group {
     }
 }
 
+/// How many processes are in process group `group`.
+fn group_members(group: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .filter(|stat| {
+            // Field 5 (pgrp), counted after the name's last ')'.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok())
+                == Some(group)
+        })
+        .count()
+}
+
 fn children(pid: u32) -> usize {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).map_or(0, |c| c.split_whitespace().count())
 }
@@ -32,8 +48,9 @@ fn periods_come_on_time_beside_a_hundred_busy_processes_per_cpu() {
     // (available_parallelism counts the CPUs this process may use.)
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let loops = (100 * cpus).min(1000);
-    let script =
-        format!("i=0; while [ $i -lt {loops} ]; do timeout 20 sh -c 'while :; do :; done' & i=$((i+1)); done; wait");
+    let script = format!(
+        "i=0; while [ $i -lt {loops} ]; do timeout --foreground 20 sh -c 'while :; do :; done' & i=$((i+1)); done; wait"
+    );
     let busy = Group(
         Command::new("sh")
             .args(["-c", &script])
@@ -62,7 +79,10 @@ fn periods_come_on_time_beside_a_hundred_busy_processes_per_cpu() {
         .stdin(Stdio::null())
         .output()
         .expect("attach");
+    // Nothing left running: the loops are in the group (`timeout
+    // --foreground` does not start one of its own), and all get SIGKILL.
     drop(busy);
+    wait_until(Duration::from_secs(5), || group_members(pid) == 0);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
     if summary["manager_realtime"] != true {
