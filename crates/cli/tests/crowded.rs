@@ -26,13 +26,10 @@ fn group_members(group: u32) -> usize {
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
-        .filter(|stat| {
-            // Field 5 (pgrp), counted after the name's last ')'.
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok())
-                == Some(group)
-        })
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(stat_fields)
+        // Field 5 of the line: the process group.
+        .filter(|fields| fields.get(2).and_then(|pgrp| pgrp.parse::<u32>().ok()) == Some(group))
         .count()
 }
 
@@ -61,8 +58,9 @@ fn periods_come_on_time_beside_a_hundred_busy_processes_per_cpu() {
     );
     let pid = busy.0.id();
     // Attached once every loop runs: periods in the steady crowd, not while
-    // hundreds of processes start (reading a forking process's /proc files
-    // waits for its memory map's lock, at any priority).
+    // hundreds of processes start (reading the /proc files of a process
+    // still starting can wait in the kernel, at any priority:
+    // docs/reliability.md).
     wait_until(Duration::from_secs(15), || children(pid) >= loops);
     std::thread::sleep(Duration::from_millis(300));
     let out = pinlearn()

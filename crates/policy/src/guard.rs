@@ -254,10 +254,9 @@ pub struct Guard {
     replay: Option<f64>,
     /// The learner's probes lost in a row while it moved no thread.
     settled_losses: u32,
-    /// The learner's probes that tied with Linux in a row (Linux champion),
-    /// and Linux's score at the last of them.
-    ties: u32,
-    tied_at: Option<f64>,
+    /// How many of the learner's probes in a row tied with Linux (Linux
+    /// champion), and Linux's score at the last of them.
+    ties: Option<(u32, f64)>,
     /// Signs of Linux's blind spots summed over the scored periods of the
     /// window in progress.
     signs_sum: Signs<f64>,
@@ -306,8 +305,7 @@ impl Guard {
             probe_settled: false,
             replay: None,
             settled_losses: 0,
-            ties: 0,
-            tied_at: None,
+            ties: None,
             signs_sum: Signs::default(),
             signs_count: Signs::default(),
             os_signs: Signs::default(),
@@ -455,7 +453,7 @@ impl Guard {
             {
                 self.champion = Arm::Learn;
                 self.stats.switches += 1;
-                self.ties = 0;
+                self.ties = None;
                 self.other = Some(before);
                 self.replay = None;
                 self.settled_losses = 0;
@@ -479,7 +477,7 @@ impl Guard {
                 if probe > base * (1.0 + self.cfg.margin) {
                     self.champion = self.champion.other();
                     self.stats.switches += 1;
-                    self.ties = 0;
+                    self.ties = None;
                     self.other = Some(base);
                     self.replay = None;
                     self.settled_losses = 0;
@@ -500,10 +498,10 @@ impl Guard {
                 // new: one still drawing its places learns only in its
                 // probes, and they must go on).
                 if probe < base * (1.0 - self.cfg.margin) || self.champion != Arm::Os {
-                    self.ties = 0;
+                    self.ties = None;
                 } else if self.probe_settled {
-                    self.ties += 1;
-                    self.tied_at = Some(base);
+                    let count = self.ties.map_or(0, |(count, _)| count);
+                    self.ties = Some((count + 1, base));
                 }
                 self.spent += (1.0 - probe / base).max(0.0);
                 // What the probe cost the champion's own window after it
@@ -555,16 +553,16 @@ impl Guard {
         let replays = self.champion == Arm::Os && self.replay.is_some();
         // Ties in a row: Linux keeps the threads for 2^ties windows, unless
         // its score moved (the load changed).
-        if let (Some(tied_at), Some(current)) = (self.tied_at, self.before)
+        if let (Some((_, tied_at)), Some(current)) = (self.ties, self.before)
             && (current - tied_at).abs() > tied_at.abs() * self.cfg.replay_change
         {
-            self.ties = 0;
-            self.tied_at = None;
+            self.ties = None;
         }
-        let tie_wait = if self.cfg.tie_backoff && self.champion == Arm::Os && self.ties > 0 {
-            (1u32 << self.ties.min(16)).min(self.cfg.max_gap.max(1))
-        } else {
-            0
+        let tie_wait = match self.ties {
+            Some((count, _)) if self.cfg.tie_backoff && self.champion == Arm::Os => {
+                (1u32 << count.min(16)).min(self.cfg.max_gap.max(1))
+            }
+            _ => 0,
         };
         // (With a margin for rounding: 0.015 x 15 falls just short of 0.225
         // in floating point, which put the first probe a window late.)

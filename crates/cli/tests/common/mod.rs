@@ -102,12 +102,22 @@ pub fn skip(reason: &str) {
     eprintln!("skipped: {reason}");
 }
 
+/// The fields of /proc/PID/stat from field 3 (the state) on: the name in
+/// field 2 may hold spaces and parentheses, so they start after its last ')'.
+pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(
+        stat.rsplit_once(") ")?
+            .1
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
 /// Alive and not a zombie.
 pub fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| Some(!matches!(stat.rsplit_once(") ")?.1.chars().next()?, 'Z' | 'X')))
-        .unwrap_or(false)
+    stat_fields(pid).is_some_and(|fields| fields.first().is_some_and(|state| !matches!(state.as_str(), "Z" | "X")))
 }
 
 /// The first two CPUs this test may use (as text); `None` (the test is
@@ -137,8 +147,7 @@ pub fn hog_on_the_first_of_two_cpus() -> Option<(usize, usize, Guard)> {
 
 /// CPU seconds (user and system) process `pid` and all its threads used.
 pub fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read the process's stat");
-    let fields: Vec<&str> = stat.rsplit_once(") ").expect("a stat line").1.split(' ').collect();
+    let fields = stat_fields(pid).expect("read the process's stat");
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
     let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
     // SAFETY: sysconf only reads a constant.

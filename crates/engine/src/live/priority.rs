@@ -45,14 +45,14 @@ struct Scheduling {
 impl Scheduling {
     /// The calling thread's.
     fn current() -> std::io::Result<Self> {
-        // SAFETY: 0 names the calling thread; `param` is ours to write.
-        let (policy, param) = unsafe {
-            let policy = libc::sched_getscheduler(0);
-            let mut param: libc::sched_param = std::mem::zeroed();
-            let got = libc::sched_getparam(0, &mut param);
-            (if got == 0 { policy } else { -1 }, param)
-        };
+        // SAFETY: 0 names the calling thread.
+        let policy = unsafe { libc::sched_getscheduler(0) };
         if policy < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: 0 names the calling thread; `param` is ours to write.
+        let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sched_getparam(0, &mut param) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok(Scheduling {
@@ -128,9 +128,9 @@ impl ManagerScheduling {
         self.refused.as_deref()
     }
 
-    /// After each step: the CPU time it took (not its wall time: reading a
-    /// forking process's /proc files waits for its memory map's lock, which
-    /// takes no CPU from anyone). Returns a note when the manager gave up
+    /// After each step: the CPU time it took (not its wall time: a read of
+    /// a starting process's /proc files can wait in the kernel, which takes
+    /// no CPU from anyone). Returns a note when the manager gave up
     /// real-time priority because of it.
     pub fn step_took(&mut self, took: Duration, interval: Duration) -> Option<String> {
         let share = took.as_secs_f64() / interval.as_secs_f64().max(1e-9);

@@ -338,26 +338,23 @@ impl WaitingMaps {
         // has nothing to say: its threads are gone by the next period.
         let alive = || super::tasks::process_alive(pid);
         match built {
-            Ok(code) if !code.unreadable.is_empty() && !alive() => Some(code),
-            Err(_) if !alive() => {
-                self.unreadable.insert(pid);
-                None
-            }
             Ok(code) => {
-                let known = self
-                    .processes
-                    .get(&pid)
-                    .map(|(c, _, _)| c.unreadable.clone())
-                    .unwrap_or_default();
-                for file in code.unreadable.iter().filter(|f| !known.contains(f)) {
-                    self.say(format!(
-                        "process {pid}: cannot read {file}; samples in its waiting functions count as work"
-                    ));
+                if !code.unreadable.is_empty() && alive() {
+                    let known = self
+                        .processes
+                        .get(&pid)
+                        .map(|(c, _, _)| c.unreadable.clone())
+                        .unwrap_or_default();
+                    for file in code.unreadable.iter().filter(|f| !known.contains(f)) {
+                        self.say(format!(
+                            "process {pid}: cannot read {file}; samples in its waiting functions count as work"
+                        ));
+                    }
                 }
                 Some(code)
             }
             Err(why) => {
-                if self.unreadable.insert(pid) {
+                if self.unreadable.insert(pid) && alive() {
                     self.say(format!(
                         "process {pid}: cannot read its memory map ({why}); its threads are scored by run share"
                     ));
