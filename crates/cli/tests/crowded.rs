@@ -63,17 +63,12 @@ fn periods_come_on_time_beside_a_hundred_busy_processes_per_cpu() {
     // docs/reliability.md).
     wait_until(Duration::from_secs(15), || children(pid) >= loops);
     std::thread::sleep(Duration::from_millis(300));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("trace.csv");
     let out = pinlearn()
-        .args([
-            "attach",
-            "--json",
-            "-",
-            "--policy",
-            "os",
-            "--duration",
-            "3s",
-            &pid.to_string(),
-        ])
+        .args(["attach", "--json", "-", "--policy", "os", "--duration", "3s", "--trace"])
+        .arg(&trace)
+        .arg(pid.to_string())
         .stdin(Stdio::null())
         .output()
         .expect("attach");
@@ -87,13 +82,37 @@ fn periods_come_on_time_beside_a_hundred_busy_processes_per_cpu() {
         skip(&format!("real-time priority refused here: {}", summary["notes"]));
         return;
     }
-    let periods = summary["periods"].as_u64().unwrap();
-    let missed = summary["missed_periods"].as_u64().unwrap();
-    let wall = summary["wall_s"].as_f64().unwrap();
-    let asked = (wall / 0.05) as u64;
     assert!(summary["threads_seen"].as_u64().unwrap() as usize > loops, "{summary}");
+    // The periods after the first: that one admits every process at once
+    // (0.2 s for 200 loops here, longer on a slower machine), which is not
+    // what this test is about and is not counted as missed either.
+    let starts = period_starts(&std::fs::read_to_string(&trace).expect("trace"));
+    let wall = summary["wall_s"].as_f64().unwrap();
+    let after_first = starts.get(1).copied().expect("a second period");
+    let periods = starts.len() as u64 - 1;
+    let asked = ((wall - after_first) / 0.05).round() as u64;
+    let missed = summary["missed_periods"].as_u64().unwrap();
+    let gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(
         periods * 10 >= asked * 8 && missed * 10 <= asked,
-        "{periods} periods ({missed} missed) in {wall:.1} s, {asked} asked, beside {loops} busy processes"
+        "{periods} periods ({missed} missed) in {:.2} s after the first, {asked} asked, beside {loops} busy processes; notes {}; gaps {gaps:.3?}",
+        wall - after_first,
+        summary["notes"]
     );
+}
+
+/// The time each period began, from a trace (one row per thread per period).
+fn period_starts(trace: &str) -> Vec<f64> {
+    let mut starts: Vec<f64> = Vec::new();
+    for line in trace.lines().skip(1) {
+        let time: f64 = line
+            .split(',')
+            .next()
+            .and_then(|t| t.parse().ok())
+            .expect("a trace row's time");
+        if starts.last() != Some(&time) {
+            starts.push(time);
+        }
+    }
+    starts
 }

@@ -12,7 +12,10 @@
 //!   every step ─► step_took(): a manager whose steps take more CPU time
 //!        │         than half of the periods (moving average) goes back to the
 //!        │         priority it had, with one note: real-time priority is for
-//!        │         short steps on time, never for taking a CPU from the program
+//!        │         short steps on time, never for taking a CPU from the program.
+//!        │         One step counts as at most a whole period, so one long
+//!        │         step (admitting hundreds of processes at once) never
+//!        │         decides it alone
 //!        ▼
 //!   drive() ends (Drop) ─► back to the priority it had
 //! ```
@@ -133,7 +136,10 @@ impl ManagerScheduling {
     /// no CPU from anyone). Returns a note when the manager gave up
     /// real-time priority because of it.
     pub fn step_took(&mut self, took: Duration, interval: Duration) -> Option<String> {
-        let share = took.as_secs_f64() / interval.as_secs_f64().max(1e-9);
+        // At most one period's worth: 600 processes admitted in one step
+        // took 0.3-0.6 s of CPU time (2026-11-26), which unclamped gave up
+        // the priority after that step alone.
+        let share = (took.as_secs_f64() / interval.as_secs_f64().max(1e-9)).min(1.0);
         self.step_share += STEP_SHARE_WEIGHT * (share - self.step_share);
         if self.step_share <= MOST_STEP_SHARE {
             return None;
@@ -204,7 +210,10 @@ mod tests {
                 return;
             }
             let period = Duration::from_millis(50);
-            // Short steps, and one long one (a burst of new threads), keep it.
+            // One very long step first (admitting 600 processes: 12
+            // periods' worth), then short steps, and one long one (a burst of
+            // new threads): it keeps the priority.
+            assert_eq!(scheduling.step_took(Duration::from_millis(600), period), None);
             for _ in 0..100 {
                 assert_eq!(scheduling.step_took(Duration::from_millis(2), period), None);
             }
