@@ -28,7 +28,7 @@ use crate::config::ManagerPriority;
 use crate::engine::{EndedThreads, Engine, ThreadSummary};
 use crate::events::{Event, Events};
 use crate::live::{
-    Journal, LiveProcess, ManagerScheduling, Scope, get_affinity, process_alive, runtime_dir, set_affinity,
+    Journal, LiveProcess, ManagerScheduling, OpenFiles, Scope, get_affinity, process_alive, runtime_dir, set_affinity,
 };
 use crate::session::Session;
 use crate::status::StatusFile;
@@ -425,6 +425,9 @@ pub fn check_attachable(pid: u32) -> Result<(), EngineError> {
 /// `pinlearn attach PID`: supervise until the process ends, `duration`, or a signal.
 pub fn attach(session: &Session, pid: u32, duration: Option<Duration>) -> Result<Summary, EngineError> {
     check_attachable(pid)?;
+    // A file or two per supervised thread: the soft limit of 1024 would
+    // end supervision at about 500 threads.
+    OpenFiles::raise();
     let mut events = Events::new(Some(pid))?;
     let engine = session.engine()?;
     supervise(session, engine, pid, &mut events, duration, |event| match event {
@@ -530,6 +533,10 @@ pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) 
         );
     }
     let engine = session.engine()?;
+    // As for attach; the program starts with the limit pinlearn was given.
+    if let Some(files) = OpenFiles::raise() {
+        files.child_keeps_original(&mut command);
+    }
     // The signals pinlearn now reads from a signalfd are blocked in this
     // thread; the program must start with none blocked.
     // SAFETY: only async-signal-safe calls between fork and exec.

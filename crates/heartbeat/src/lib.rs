@@ -218,10 +218,16 @@ pub fn remove_stale_channels(dir: &Path, keep: u32) {
     }
 }
 
-/// Start time of process `pid` in clock ticks since boot (field 22 of
-/// `/proc/<pid>/stat`), or `None` when the process is gone or unreadable.
+/// Start time of process or thread `pid` in clock ticks since boot (field
+/// 22 of its stat), or `None` when it is gone or unreadable.
+///
+/// Read from the thread's own `/proc/<pid>/task/<pid>/stat`: the same
+/// start time as `/proc/<pid>/stat` (a process's is its first thread's),
+/// without the kernel summing the CPU times of every thread of the process
+/// for fields this never reads. With 1024 threads that sum made this call a
+/// fifth of the manager's CPU time (called for each thread it pins).
 pub fn process_start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may contain spaces:
     // fields after the last ')' start at field 3.
     let after_comm = &stat[stat.rfind(')')? + 1..];
@@ -245,6 +251,27 @@ mod tests {
         let first = process_start_ticks(pid).expect("own /proc/self/stat is readable");
         assert_eq!(process_start_ticks(pid), Some(first));
         assert_eq!(process_start_ticks(u32::MAX - 7), None);
+    }
+
+    #[test]
+    fn start_ticks_of_a_process_and_of_a_thread_match_their_whole_stat() {
+        // What journals written before the thread's own stat was read hold.
+        let whole = |id: u32| -> u64 {
+            let stat = std::fs::read_to_string(format!("/proc/{id}/stat")).unwrap();
+            let after_comm = &stat[stat.rfind(')').unwrap() + 1..];
+            after_comm.split_whitespace().nth(22 - 3).unwrap().parse().unwrap()
+        };
+        let pid = std::process::id();
+        assert_eq!(process_start_ticks(pid), Some(whole(pid)));
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let (tid, ticks) = std::thread::spawn(move || {
+            let tid = current_tid();
+            (tid, (process_start_ticks(tid), whole(tid)))
+        })
+        .join()
+        .unwrap();
+        assert_ne!(tid, pid);
+        assert_eq!(ticks.0, Some(ticks.1));
     }
 
     #[test]

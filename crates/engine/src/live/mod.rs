@@ -23,6 +23,7 @@ mod affinity;
 mod cpuset;
 mod helper;
 mod journal;
+mod limits;
 mod memory;
 mod priority;
 mod probe;
@@ -40,6 +41,7 @@ pub use affinity::{Affinity, AffinityMask, get_affinity, set_affinity};
 pub use cpuset::CpusetWatch;
 pub use helper::end_with_caller;
 pub use journal::{Journal, Restored, journal_path, replace_private_file, runtime_dir};
+pub use limits::OpenFiles;
 /// Restoring from a journal, and the watchdog that does it when the manager dies.
 pub mod restore {
     pub use super::journal::{restore, watch};
@@ -157,6 +159,8 @@ pub struct LiveProcess {
     mask_checks: u64,
     /// Notes not yet taken (threads left to their program, ...).
     notes: Vec<String>,
+    /// A thread could not be admitted for want of file descriptors (said once).
+    out_of_files: bool,
     /// The root process's cpuset, when the kernel has one for it.
     cpuset: Option<CpusetWatch>,
     /// The CPUs the cpuset allows, as last read.
@@ -237,6 +241,7 @@ impl LiveProcess {
             follow_program_affinity: true,
             mask_checks: 0,
             notes: Vec::new(),
+            out_of_files: false,
             cpuset: None,
             cpuset_cpus: None,
             cpuset_change: None,
@@ -502,6 +507,23 @@ impl LiveProcess {
         threads
     }
 
+    /// A thread's file, or `None`: the thread ended, or (said once) no
+    /// file descriptor is left for it.
+    fn opened<T>(&mut self, pid: u32, tid: u32, file: io::Result<T>) -> Option<T> {
+        match file {
+            Ok(file) => Some(file),
+            Err(e) if limits::is_out_of_files(&e) => {
+                if !std::mem::replace(&mut self.out_of_files, true) {
+                    let note = limits::out_of_files_note(pid, tid, &e);
+                    eprintln!("pinlearn: {note}");
+                    self.notes.push(note);
+                }
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
     fn admit(&mut self, pid: u32, tid: u32) -> Option<LiveThread> {
         // A thread can end at any moment: failing to open its files means it is gone.
         let found_on = get_affinity(tid).ok()?;
@@ -510,14 +532,14 @@ impl LiveProcess {
         let name = thread_name(pid, tid).unwrap_or_default();
         let schedstat = match self.metric {
             Metric::Instructions => None,
-            _ => Some(Schedstat::open(pid, tid).ok()?),
+            _ => Some(self.opened(pid, tid, Schedstat::open(pid, tid))?),
         };
         let instructions = match self.metric {
-            Metric::Instructions => Some(Instructions::open(tid).ok()?),
+            Metric::Instructions => Some(self.opened(pid, tid, Instructions::open(tid))?),
             _ => None,
         };
         let io = match self.metric {
-            Metric::Io => Some(IoBytes::open(pid, tid).ok()?),
+            Metric::Io => Some(self.opened(pid, tid, IoBytes::open(pid, tid))?),
             _ => None,
         };
         let samples = match self.sampling.as_mut() {
