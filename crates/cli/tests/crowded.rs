@@ -65,8 +65,24 @@ fn periods_come_on_time_beside_a_hundred_busy_processes_per_cpu() {
     std::thread::sleep(Duration::from_millis(300));
     let dir = tempfile::tempdir().expect("temp dir");
     let trace = dir.path().join("trace.csv");
+    // The periods at their 50 ms: with 400 threads on 2 CPUs the steps
+    // cost more than the default budget of 1% of the CPUs, which would
+    // stretch them (a test of its own in crates/engine/src/pace.rs).
+    let config = dir.path().join("budget.toml");
+    std::fs::write(&config, "manager_budget = 1.0\n").expect("config");
     let out = pinlearn()
-        .args(["attach", "--json", "-", "--policy", "os", "--duration", "3s", "--trace"])
+        .args([
+            "attach",
+            "--json",
+            "-",
+            "--policy",
+            "os",
+            "--duration",
+            "3s",
+            "--config",
+        ])
+        .arg(&config)
+        .arg("--trace")
         .arg(&trace)
         .arg(pid.to_string())
         .stdin(Stdio::null())

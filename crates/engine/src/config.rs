@@ -16,6 +16,7 @@
 //! children = true          # also supervise descendant processes
 //! follow_program_affinity = true  # a thread whose program changes its mask is left alone
 //! manager_priority = "realtime"   # realtime | normal: pinlearn's own periods come on time
+//! manager_budget = 0.01    # its steps take at most 1% of the CPUs' time (periods stretch)
 //! memory_binding = 0.5     # optional: memory follows half of a process's threads
 //! remote_cost = 2.1        # optional: how many times slower a thread runs away
 //!                          # from its memory (bubbles); default: the machine's
@@ -152,6 +153,10 @@ pub struct Settings {
     pub follow_program_affinity: bool,
     /// The manager thread's own scheduling priority.
     pub manager_priority: ManagerPriority,
+    /// The most of the allowed CPUs' time the manager's steps may take, in
+    /// (0, 1]: where its steps cost more (thousands of threads on a few
+    /// CPUs), its period stretches, up to 20 times `interval`.
+    pub manager_budget: f64,
     /// Move a process's memory to the node where this share of its threads
     /// runs (paper 002 §5.2's zeta, in [0, 1]); off when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,6 +210,7 @@ impl Default for Settings {
             children: true,
             follow_program_affinity: true,
             manager_priority: ManagerPriority::Realtime,
+            manager_budget: 0.01,
             memory_binding: None,
             remote_cost: None,
             levels: crate::levels::two_level(),
@@ -255,6 +261,12 @@ impl Settings {
             return Err(EngineError::bad_input(format!(
                 "interval {} is out of range: use 1ms to 1h",
                 format_duration(self.interval)
+            )));
+        }
+        if !(self.manager_budget > 0.0 && self.manager_budget <= 1.0) {
+            return Err(EngineError::bad_input(format!(
+                "manager_budget {} is out of range: use a share of the CPUs' time above 0, at most 1",
+                self.manager_budget
             )));
         }
         if let Some(zeta) = self.memory_binding

@@ -569,6 +569,11 @@ impl Engine {
         self.period
     }
 
+    /// Threads measured in the last period.
+    pub fn live_threads(&self) -> usize {
+        self.samples.len()
+    }
+
     /// Re-pins made so far.
     pub fn repins(&self) -> u64 {
         self.repins

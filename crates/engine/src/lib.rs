@@ -26,6 +26,7 @@ pub mod levels;
 pub mod live;
 pub mod memory;
 pub mod outside;
+mod pace;
 mod places;
 pub mod preload;
 pub mod session;

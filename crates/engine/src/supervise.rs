@@ -30,6 +30,7 @@ use crate::events::{Event, Events};
 use crate::live::{
     Journal, LiveProcess, ManagerScheduling, OpenFiles, Scope, get_affinity, process_alive, runtime_dir, set_affinity,
 };
+use crate::pace::Pace;
 use crate::session::Session;
 use crate::status::StatusFile;
 use serde::Serialize;
@@ -47,6 +48,9 @@ pub struct Summary {
     pub notes: Vec<String>,
     pub cpus: String,
     pub interval_ms: f64,
+    /// The longest period the manager kept: above `interval_ms` where its
+    /// steps cost more than `manager_budget` of the CPUs' time.
+    pub longest_interval_ms: f64,
     pub wall_s: f64,
     pub periods: u64,
     /// Periods the manager missed: counted where one began more than a
@@ -96,8 +100,13 @@ impl Summary {
             0 => String::new(),
             missed => format!(" ({missed} more missed)"),
         };
+        let stretched = if self.longest_interval_ms > self.interval_ms {
+            format!(" (stretched up to {:.0} ms)", self.longest_interval_ms)
+        } else {
+            String::new()
+        };
         let mut out = format!(
-            "pinlearn: {} on CPUs {}, metric {}, {:.1} s, {} periods of {} ms{missed}\n",
+            "pinlearn: {} on CPUs {}, metric {}, {:.1} s, {} periods of {} ms{stretched}{missed}\n",
             self.policy, self.cpus, self.metric, self.wall_s, self.periods, self.interval_ms
         );
         out += &format!(
@@ -244,6 +253,8 @@ pub struct Driven {
     pub missed_periods: u64,
     /// The manager began at real-time priority (`manager_priority`).
     pub realtime: bool,
+    /// The longest period it kept ([`Pace`]: `manager_budget`).
+    pub longest_interval: Duration,
     /// What the manager had to say about its own running (priority).
     pub notes: Vec<String>,
 }
@@ -265,7 +276,11 @@ pub fn drive(
     mut status: Option<&mut StatusFile>,
     mut wait: impl FnMut(Instant, u64) -> Option<Wake>,
 ) -> Result<Driven, EngineError> {
-    let interval = session.settings.interval;
+    let mut pace = Pace::new(
+        session.settings.interval,
+        session.settings.manager_budget,
+        session.allowed().len(),
+    );
     let mut scheduling = ManagerScheduling::start(session.settings.manager_priority);
     let realtime = scheduling.raised();
     let mut notes = Vec::new();
@@ -278,6 +293,7 @@ pub fn drive(
     let result = loop {
         let began = Instant::now();
         let cpu_before = cpu_time(true);
+        let interval = pace.interval();
         // Late: more than a period and a half after the one before it (the
         // manager waited for a CPU before the step, or during the last one).
         // The first step admits the whole tree at once: its length is not
@@ -305,10 +321,20 @@ pub fn drive(
             target.set_place_cpus(places.cpus.clone());
             engine.replace_places(places, policy);
         }
-        if let Some(note) = scheduling.step_took(cpu_time(true).saturating_sub(cpu_before), interval) {
+        let took = cpu_time(true).saturating_sub(cpu_before);
+        if let Some(note) = scheduling.step_took(took, interval) {
             eprintln!("pinlearn: {note}");
             notes.push(note);
         }
+        // The first step admits every thread already running: not what a
+        // step costs.
+        if steps > 1
+            && let Some(note) = pace.step_took(took, engine.live_threads())
+        {
+            eprintln!("pinlearn: {note}");
+            notes.push(note);
+        }
+        let interval = pace.interval();
         if !std::mem::take(&mut early) {
             next += interval;
             let now = Instant::now();
@@ -362,6 +388,7 @@ pub fn drive(
         wall,
         missed_periods,
         realtime,
+        longest_interval: pace.longest(),
         notes,
     })
 }
@@ -381,6 +408,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, driven: &Driven, cpu: 
             .collect(),
         cpus: session.allowed().to_string(),
         interval_ms: session.settings.interval.as_secs_f64() * 1e3,
+        longest_interval_ms: driven.longest_interval.as_secs_f64() * 1e3,
         wall_s: wall.as_secs_f64(),
         periods: engine.periods(),
         missed_periods: driven.missed_periods,
