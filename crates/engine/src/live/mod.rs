@@ -545,7 +545,8 @@ impl LiveProcess {
         let samples = match self.sampling.as_mut() {
             Some(sampling) => match CpuSamples::open(tid, sampling.period_ns, sampling.ring_bytes) {
                 Ok(samples) => Some(samples),
-                Err(_) if thread_ended(pid, tid) => return None,
+                // ESRCH: the thread is exiting (its /proc entry may still be there).
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) || thread_ended(pid, tid) => return None,
                 Err(e) => {
                     if !sampling.refused {
                         sampling.refused = true;
