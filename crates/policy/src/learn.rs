@@ -306,6 +306,22 @@ impl LearnPolicy {
         self.cfg.moves == Moves::Crowd && self.cfg.objective == Objective::Own && !self.spinning
     }
 
+    /// With crowd moves configured, a program seen spinning whose awake
+    /// threads have a core each holds its places instead (its round-robin
+    /// start: one thread per core): run shares do not tell crowding there,
+    /// and the automata's draws were measured to drift from that start
+    /// towards Linux's placement (a thread beside another program's load
+    /// measures itself faster on the free CPU, crowded with its siblings,
+    /// while the program slows: docs/bench.md, "aco-spin beside the load").
+    /// With more awake threads than cores the round-robin start puts
+    /// spinning siblings on one core, and the automata draw as before.
+    fn holds_places(&self) -> bool {
+        self.cfg.moves == Moves::Crowd
+            && self.cfg.objective == Objective::Own
+            && self.spinning
+            && self.threads.iter().filter(|thread| !thread.naps.asleep()).count() <= self.cores.len()
+    }
+
     /// The learner's first period (after Linux's windows, under the
     /// guard): every thread Linux placed starts on the node Linux had it
     /// on, so that it stays beside the memory it touched there, on that
@@ -489,7 +505,22 @@ impl Policy for LearnPolicy {
             }
         }
 
-        let place = if self.cfg.core_level && self.crowd_moves_on() {
+        let place = if self.cfg.core_level && self.holds_places() {
+            // Each thread keeps its automaton's place: its round-robin start
+            // on Linux's node, or where the NUMA level moved it. The guard
+            // compares that with Linux's placement, and knows a probe that
+            // moved nothing would be the same again.
+            let place: Vec<usize> = self
+                .threads
+                .iter_mut()
+                .map(|thread| {
+                    thread.fresh = false;
+                    thread.pla.current()
+                })
+                .collect();
+            self.guard.placed(input.threads, &place);
+            place
+        } else if self.cfg.core_level && self.crowd_moves_on() {
             let place = self.crowd_moves(input, after_os);
             // Best replies: a probe in which none moved would be the same
             // again (drawn places may explore next time, so they are not
@@ -1058,16 +1089,51 @@ mod tests {
     }
 
     #[test]
-    fn threads_seen_spinning_turn_crowd_moves_into_draws() {
+    fn threads_seen_spinning_hold_their_round_robin_places() {
         // The same game, but the threads spend 60% of their CPU time in
-        // waiting code: shares no longer tell crowding, the automata draw
-        // (as many moves as with `moves = "drawn"`, same seed).
-        let (crowd, _) = loaded_core_game_waiting(Moves::Crowd, 1000, Some(0.6));
+        // waiting code: shares no longer tell crowding, so with crowd moves
+        // configured no thread moves from its round-robin start (the one
+        // on the loaded core included), while the papers' automata keep
+        // drawing.
+        let (held, places) = loaded_core_game_waiting(Moves::Crowd, 1000, Some(0.6));
+        assert_eq!(held, 0, "{held} moves: {places:?}");
+        assert_eq!(places, vec![0, 1, 2], "the round-robin start");
         let (drawn, _) = loaded_core_game_waiting(Moves::Drawn, 1000, Some(0.6));
-        assert_eq!(crowd, drawn);
+        assert!(drawn > 50, "the automata draw: {drawn} moves");
         // Below `blind_waiting` (0.25) the crowd moves stay.
         let (quiet, _) = loaded_core_game_waiting(Moves::Crowd, 1000, Some(0.1));
         assert_eq!(quiet, 1);
+    }
+
+    #[test]
+    fn threads_seen_spinning_draw_where_they_outnumber_the_cores() {
+        // Three spinning threads on two cores: the round-robin start puts
+        // two siblings on one core, so nothing is held and the automata
+        // keep drawing, as with `moves = "drawn"`.
+        let cfg = LearnConfig {
+            moves: Moves::Crowd,
+            ..papers()
+        };
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 2), cfg, 3);
+        let mut moved = 0;
+        let mut last: Option<Vec<usize>> = None;
+        for period in 0..400 {
+            let threads: Vec<ThreadSample> = (1..=3)
+                .map(|key| ThreadSample {
+                    key,
+                    speed: (period > 0).then_some(0.5),
+                    share: (period > 0).then_some(0.5),
+                })
+                .collect();
+            let mut input = input(period, &threads, false);
+            input.waiting = Some(0.6);
+            let decision = policy.decide(&input);
+            if let Some(last) = &last {
+                moved += last.iter().zip(&decision.place).filter(|(a, b)| a != b).count();
+            }
+            last = Some(decision.place);
+        }
+        assert!(moved > 20, "the automata draw: {moved} moves");
     }
 
     /// Linux first, the probe at once; at the end of Linux's window the
