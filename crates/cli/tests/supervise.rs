@@ -288,13 +288,7 @@ fn attached_to_its_own_parent_pinlearn_never_manages_itself() {
         "\"{exe}\" attach --duration 600ms --interval 20ms --policy os --json \"{}\" $$; status=$?; exit $status",
         file.display()
     );
-    let out = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run sh");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).expect("summary")).expect("JSON");
+    let summary = sh_then_summary(&script, &file);
     let names: Vec<&str> = summary["threads"]
         .as_array()
         .expect("threads")
@@ -581,17 +575,11 @@ fn run_under_file_limit(limits: &str) -> (serde_json::Value, String) {
     let soft = dir.path().join("soft.txt");
     let exe = env!("CARGO_BIN_EXE_pinlearn");
     let script = format!(
-        "ulimit {limits} 64 && exec {exe} run -q --json {} --policy os -- sh -c 'ulimit -Sn > {}; exec {exe} work --threads 60 -q --no-heartbeats binpack --duration 1s'",
+        "ulimit {limits} 64 && exec \"{exe}\" run -q --json \"{}\" --policy os -- sh -c 'ulimit -Sn > \"{}\"; exec \"{exe}\" work --threads 60 -q --no-heartbeats binpack --duration 1s'",
         summary.display(),
         soft.display()
     );
-    let out = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::null())
-        .output()
-        .expect("sh");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let summary = serde_json::from_slice(&std::fs::read(&summary).expect("summary")).expect("JSON summary");
+    let summary = sh_then_summary(&script, &summary);
     (
         summary,
         std::fs::read_to_string(&soft).expect("soft limit").trim().to_string(),

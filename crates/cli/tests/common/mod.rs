@@ -92,6 +92,20 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs `script` with `sh -c` (stdin closed), checks that it exited 0 and
+/// reads the JSON summary pinlearn wrote to `summary` (a `--json FILE` in
+/// the script).
+pub fn sh_then_summary(script: &str, summary: &std::path::Path) -> serde_json::Value {
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh");
+    assert_eq!(out.status.code(), Some(0), "{script}: {}", stderr(&out));
+    let text = std::fs::read(summary).unwrap_or_else(|e| panic!("summary {}: {e}", summary.display()));
+    serde_json::from_slice(&text).expect("JSON summary")
+}
+
 /// Says that a test cannot run here and why. Under CI (`CI` set, as
 /// `.ci/run` runs), where everything a test needs is installed, a skip is a
 /// failure instead: a test must never pass by not running.
