@@ -290,12 +290,9 @@ pub fn drive(
     let mut missed_periods = 0u64;
     let mut previous: Option<Instant> = None;
     let mut early = false;
-    // The manager thread's CPU time at the end of the last step: one
-    // getrusage a period, and what it spends between steps (waiting for the
-    // next, checking the program) counts with the step after.
-    let mut cpu_mark = cpu_time(true);
     let result = loop {
         let began = Instant::now();
+        let cpu_before = cpu_time(true);
         let interval = pace.interval();
         // Late: more than a period and a half after the one before it (the
         // manager waited for a CPU before the step, or during the last one).
@@ -324,9 +321,7 @@ pub fn drive(
             target.set_place_cpus(places.cpus.clone());
             engine.replace_places(places, policy);
         }
-        let cpu_now = cpu_time(true);
-        let took = cpu_now.saturating_sub(cpu_mark);
-        cpu_mark = cpu_now;
+        let took = cpu_time(true).saturating_sub(cpu_before);
         if let Some(note) = scheduling.step_took(took, interval) {
             eprintln!("pinlearn: {note}");
             notes.push(note);
