@@ -19,6 +19,9 @@
 //!          no  ─► the champion stays; the probe's loss, and what it cost
 //!                 the champion's window after it (after below before,
 //!                 unless after fell below the probe), are added to `spent`
+//!        (Linux champion: a Linux score below half the median of its last
+//!         16 windows counts as that median in both tests: Linux is moving
+//!         its threads after a load moved, not blind)
 //!
 //!   next probe once the run can afford it:
 //!        spent + expected loss ≤ probe_cost · (windows so far + 1)
@@ -81,7 +84,7 @@
 //! the periods after it give Linux the whole machine from there. That first
 //! period is not scored.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -194,6 +197,9 @@ impl Signs<Option<f64>> {
     }
 }
 
+/// Linux's windows as champion that [`Guard::linux_level`] looks back on.
+const LINUX_LEVEL_WINDOWS: usize = 16;
+
 /// Who places the threads during a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -242,6 +248,9 @@ pub struct Guard {
     earlier: Option<f64>,
     /// Score of the probe waiting for the champion window after it.
     probe: Option<f64>,
+    /// Linux's last [`LINUX_LEVEL_WINDOWS`] windows as champion, newest
+    /// last: what Linux is worth while it rebalances ([`Guard::linux_level`]).
+    linux_recent: VecDeque<f64>,
     /// The learner's places in the first period of its window in progress
     /// ([`Guard::placed`]), whether every period since kept them, and
     /// whether the probe waiting for the champion window after it did.
@@ -299,6 +308,7 @@ impl Guard {
             count: 0,
             before: None,
             earlier: None,
+            linux_recent: VecDeque::new(),
             probe: None,
             window_places: Vec::new(),
             settled: false,
@@ -377,6 +387,22 @@ impl Guard {
 
     /// The period just decided is the last one of a window Linux placed:
     /// where the threads ran at its end is Linux's placement to hand back.
+    /// What Linux is worth when its last windows scored `recent`: `recent`
+    /// itself, unless that fell below half the median of Linux's last
+    /// [`LINUX_LEVEL_WINDOWS`] windows as champion (it rebalances after a
+    /// load moved: the modelled Linux needs about 8 windows to move spinning
+    /// threads off a node the load reached), then that median. A Linux
+    /// blind for good drags the median down within half as many windows.
+    fn linux_level(&self, recent: f64) -> f64 {
+        if self.linux_recent.len() < LINUX_LEVEL_WINDOWS / 2 {
+            return recent;
+        }
+        let mut sorted: Vec<f64> = self.linux_recent.iter().copied().collect();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        if recent < median * 0.5 { median } else { recent }
+    }
+
     pub fn os_window_ending(&self) -> bool {
         self.cfg.enabled && self.window_arm == Arm::Os && self.window_period >= self.cfg.window.max(2)
     }
@@ -449,7 +475,8 @@ impl Guard {
                 && self.linux_looks_blind()
                 && let (Some(probe), Some(before)) = (score, self.before)
                 && before > 0.0
-                && probe > before.max(self.earlier.unwrap_or(0.0)) * (1.0 + self.cfg.decisive)
+                && probe
+                    > before.max(self.earlier.unwrap_or(0.0)).max(self.linux_level(before)) * (1.0 + self.cfg.decisive)
             {
                 self.champion = Arm::Learn;
                 self.stats.switches += 1;
@@ -472,6 +499,11 @@ impl Guard {
             let base = match (self.before, score) {
                 (Some(a), Some(b)) => Some((a + b) / 2.0),
                 (a, b) => a.or(b),
+            };
+            // Linux's windows while it rebalances are not what it is worth.
+            let base = match (base, self.champion) {
+                (Some(base), Arm::Os) => Some(base.max(self.linux_level(base))),
+                (base, _) => base,
             };
             if let Some(base) = base.filter(|&b| b > 0.0) {
                 if probe > base * (1.0 + self.cfg.margin) {
@@ -529,9 +561,15 @@ impl Guard {
                 }
             }
         }
-        if score.is_some() {
+        if let Some(score) = score {
             self.earlier = self.before;
-            self.before = score;
+            self.before = Some(score);
+            if self.champion == Arm::Os {
+                if self.linux_recent.len() == LINUX_LEVEL_WINDOWS {
+                    self.linux_recent.pop_front();
+                }
+                self.linux_recent.push_back(score);
+            }
         }
         self.since_probe += 1;
         let expected_loss = match (self.other, self.before) {
@@ -897,6 +935,45 @@ mod tests {
         let expected = |fourth: Arm| [[Arm::Os; 4], [Arm::Os; 4], [Arm::Learn; 4], [fourth; 4]].concat();
         assert_eq!(arms_after(1.0), expected(Arm::Learn), "a lasting blind spot");
         assert_eq!(arms_after(10.0), expected(Arm::Os), "one bad window");
+    }
+
+    #[test]
+    fn linux_rebalancing_after_the_load_moved_is_not_a_blind_spot() {
+        // Linux makes 10 units of work per second for 12 windows, then
+        // drops to 1 with its threads spinning (the load moved and Linux is
+        // moving them), for `dip` windows. The learner's probe, at once on
+        // the blind-spot sign, makes 3: far above Linux's dip, far below
+        // what Linux made before it. A short dip is Linux rebalancing, and
+        // the learner does not take over; a lasting one drags the median of
+        // Linux's last 16 windows down, and then it does.
+        let champion_at_end = |dip: usize| {
+            let mut guard = Guard::new(GuardConfig {
+                window: 4,
+                ..GuardConfig::default()
+            });
+            let arms = run_measured(&mut guard, 4 * 60, |arm, period| {
+                let window = (period - 1) / 4;
+                let (progress, waiting) = match arm {
+                    Arm::Learn => (3.0, 0.05),
+                    Arm::Os if (12..12 + dip).contains(&window) => (1.0, 0.9),
+                    Arm::Os => (10.0, 0.05),
+                };
+                let signs = Signs {
+                    waiting: Some(waiting),
+                    queued: None,
+                };
+                (progress, signs)
+            });
+            let learner_windows = arms.iter().filter(|&&arm| arm == Arm::Learn).count() / 4;
+            (guard.champion(), learner_windows)
+        };
+        let (champion, probes) = champion_at_end(3);
+        assert_eq!(champion, Arm::Os);
+        assert!(
+            (1..=3).contains(&probes),
+            "probed at once, not kept: {probes} learner windows"
+        );
+        assert_eq!(champion_at_end(1000).0, Arm::Learn, "a lasting blind spot");
     }
 
     /// One thread, for [`Guard::placed`].

@@ -62,6 +62,12 @@ use crate::objective::{Objective, sanitise_speed};
 use crate::pla::Pla;
 use crate::{Decision, PeriodInput, Policy, ThreadKey};
 
+/// Weight of the latest period in the moving average of the waiting share
+/// (a time constant of 20 periods, a second at the default 50 ms): a
+/// program that spins only while it starts (an OpenMP runtime before it
+/// sees its threads outnumber the CPUs) stops counting as spinning.
+const WAITING_AVERAGE_WEIGHT: f64 = 0.05;
+
 /// Core-level perturbed learning automata plus NUMA-level aspiration
 /// learning (PaRLSched).
 #[derive(Clone, Debug)]
@@ -92,9 +98,12 @@ pub struct LearnPolicy {
     node_cores: Vec<Vec<usize>>,
     /// The learner has placed threads at least once.
     started: bool,
-    /// The threads were seen spinning (a period's waiting share reached
-    /// `guard.blind_waiting`): run shares do not tell crowding then.
+    /// The threads spin: the moving average of the waiting share is at
+    /// least `guard.blind_waiting`. Run shares do not tell crowding then.
     spinning: bool,
+    /// Moving average of the program's waiting share (the share of its
+    /// sampled CPU time in waiting code), [`WAITING_AVERAGE_WEIGHT`] a period.
+    waiting_avg: Option<f64>,
     /// When the crowd forgets the load of a core the threads do not hold
     /// (crowd moves): the guard's wait for a new placement ends then.
     forgets_at: Option<f64>,
@@ -145,6 +154,7 @@ impl LearnPolicy {
             node_cores,
             started: false,
             spinning: false,
+            waiting_avg: None,
             forgets_at: None,
         }
     }
@@ -451,7 +461,10 @@ impl Policy for LearnPolicy {
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
         self.reconcile(input);
 
-        self.spinning |= input.waiting.is_some_and(|w| w >= self.cfg.guard.blind_waiting);
+        if let Some(w) = input.waiting.filter(|w| (0.0..=1.0).contains(w)) {
+            self.waiting_avg = Some(self.waiting_avg.map_or(w, |a| a + WAITING_AVERAGE_WEIGHT * (w - a)));
+        }
+        self.spinning = self.waiting_avg.is_some_and(|w| w >= self.cfg.guard.blind_waiting);
         if self.forgets_at.is_some_and(|at| input.time_s >= at) {
             // A core the crowd believed loaded looks idle now: the learner's
             // next probe may try it.
@@ -1134,6 +1147,51 @@ mod tests {
             last = Some(decision.place);
         }
         assert!(moved > 20, "the automata draw: {moved} moves");
+    }
+
+    #[test]
+    fn threads_that_stop_spinning_get_crowd_moves_back() {
+        // Three threads on two cores spin at first (60% of their time in
+        // waiting code: the automata draw), then sleep at their barriers
+        // (no waiting): once the waiting share's moving average (about a
+        // second) falls below `blind_waiting`, crowd moves return and the
+        // threads stay where they are.
+        let cfg = LearnConfig {
+            moves: Moves::Crowd,
+            ..papers()
+        };
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 2), cfg, 3);
+        let mut last: Option<Vec<usize>> = None;
+        let (mut early, mut late) = (0, 0);
+        for period in 0..400u64 {
+            let threads: Vec<ThreadSample> = (1..=3)
+                .map(|key| {
+                    let share = last.as_ref().map(|places| {
+                        let mine = places[key as usize - 1];
+                        1.0 / places.iter().filter(|&&p| p == mine).count() as f64
+                    });
+                    ThreadSample {
+                        key,
+                        speed: share,
+                        share,
+                    }
+                })
+                .collect();
+            let mut input = input(period, &threads, false);
+            input.waiting = Some(if period < 100 { 0.6 } else { 0.0 });
+            let decision = policy.decide(&input);
+            if let Some(last) = &last {
+                let moved = last.iter().zip(&decision.place).filter(|(a, b)| a != b).count();
+                if period < 100 {
+                    early += moved;
+                } else if period >= 200 {
+                    late += moved;
+                }
+            }
+            last = Some(decision.place);
+        }
+        assert!(early > 5, "spinning: the automata draw ({early} moves)");
+        assert_eq!(late, 0, "sleeping: crowd moves keep the threads where they are");
     }
 
     /// Linux first, the probe at once; at the end of Linux's window the
