@@ -34,8 +34,9 @@
 //! that blocks at barriers shows the same speed wherever it waits, but it
 //! waits for a CPU only where the CPU is crowded. Threads that spin in
 //! waiting code break the model (a spinning sibling crowds a core like any
-//! load, yet moving it away is what lets the program progress): the learner
-//! draws instead for programs seen spinning (`learn.rs`).
+//! load, yet moving it away is what lets the program progress): while a
+//! program spins, the learner holds its round-robin places where its awake
+//! threads have a core each, and draws otherwise (`learn.rs`).
 //!
 //! The program's side of the rule came from the real machine: with another
 //! session's load on one CPU, autogroup gives the program half of that CPU
