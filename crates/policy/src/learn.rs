@@ -1118,51 +1118,17 @@ mod tests {
         assert_eq!(quiet, 1);
     }
 
-    #[test]
-    fn threads_seen_spinning_draw_where_they_outnumber_the_cores() {
-        // Three spinning threads on two cores: the round-robin start puts
-        // two siblings on one core, so nothing is held and the automata
-        // keep drawing, as with `moves = "drawn"`.
-        let cfg = LearnConfig {
-            moves: Moves::Crowd,
-            ..papers()
-        };
-        let mut policy = LearnPolicy::new(Layout::uniform(1, 2), cfg, 3);
-        let mut moved = 0;
-        let mut last: Option<Vec<usize>> = None;
-        for period in 0..400 {
-            let threads: Vec<ThreadSample> = (1..=3)
-                .map(|key| ThreadSample {
-                    key,
-                    speed: (period > 0).then_some(0.5),
-                    share: (period > 0).then_some(0.5),
-                })
-                .collect();
-            let mut input = input(period, &threads, false);
-            input.waiting = Some(0.6);
-            let decision = policy.decide(&input);
-            if let Some(last) = &last {
-                moved += last.iter().zip(&decision.place).filter(|(a, b)| a != b).count();
-            }
-            last = Some(decision.place);
-        }
-        assert!(moved > 20, "the automata draw: {moved} moves");
-    }
-
-    #[test]
-    fn threads_that_stop_spinning_get_crowd_moves_back() {
-        // Three threads on two cores spin at first (60% of their time in
-        // waiting code: the automata draw), then sleep at their barriers
-        // (no waiting): once the waiting share's moving average (about a
-        // second) falls below `blind_waiting`, crowd moves return and the
-        // threads stay where they are.
+    /// Three threads on two cores under crowd moves for 400 periods, each
+    /// thread's run share 1 / the threads on its core, the program's
+    /// waiting share `waiting(period)`; the threads moved in each period.
+    fn three_threads_on_two_cores(waiting: impl Fn(u64) -> f64) -> Vec<usize> {
         let cfg = LearnConfig {
             moves: Moves::Crowd,
             ..papers()
         };
         let mut policy = LearnPolicy::new(Layout::uniform(1, 2), cfg, 3);
         let mut last: Option<Vec<usize>> = None;
-        let (mut early, mut late) = (0, 0);
+        let mut moves = Vec::new();
         for period in 0..400u64 {
             let threads: Vec<ThreadSample> = (1..=3)
                 .map(|key| {
@@ -1178,18 +1144,35 @@ mod tests {
                 })
                 .collect();
             let mut input = input(period, &threads, false);
-            input.waiting = Some(if period < 100 { 0.6 } else { 0.0 });
+            input.waiting = Some(waiting(period));
             let decision = policy.decide(&input);
-            if let Some(last) = &last {
-                let moved = last.iter().zip(&decision.place).filter(|(a, b)| a != b).count();
-                if period < 100 {
-                    early += moved;
-                } else if period >= 200 {
-                    late += moved;
-                }
-            }
+            moves.push(last.as_ref().map_or(0, |last| {
+                last.iter().zip(&decision.place).filter(|(a, b)| a != b).count()
+            }));
             last = Some(decision.place);
         }
+        moves
+    }
+
+    #[test]
+    fn threads_seen_spinning_draw_where_they_outnumber_the_cores() {
+        // Three spinning threads on two cores: the round-robin start puts
+        // two siblings on one core, so nothing is held and the automata
+        // keep drawing, as with `moves = "drawn"`.
+        let moved: usize = three_threads_on_two_cores(|_| 0.6).iter().sum();
+        assert!(moved > 20, "the automata draw: {moved} moves");
+    }
+
+    #[test]
+    fn threads_that_stop_spinning_get_crowd_moves_back() {
+        // The same threads spin at first (60% of their time in waiting
+        // code: the automata draw), then sleep at their barriers (no
+        // waiting): once the waiting share's moving average (about a
+        // second) falls below `blind_waiting`, crowd moves return and the
+        // threads stay where they are.
+        let moves = three_threads_on_two_cores(|period| if period < 100 { 0.6 } else { 0.0 });
+        let early: usize = moves[..100].iter().sum();
+        let late: usize = moves[200..].iter().sum();
         assert!(early > 5, "spinning: the automata draw ({early} moves)");
         assert_eq!(late, 0, "sleeping: crowd moves keep the threads where they are");
     }
