@@ -385,8 +385,6 @@ impl Guard {
         self.stats
     }
 
-    /// The period just decided is the last one of a window Linux placed:
-    /// where the threads ran at its end is Linux's placement to hand back.
     /// What Linux is worth when its last windows scored `recent`: `recent`
     /// itself, unless that fell below half the median of Linux's last
     /// [`LINUX_LEVEL_WINDOWS`] windows as champion (it rebalances after a
@@ -403,6 +401,8 @@ impl Guard {
         if recent < median * 0.5 { median } else { recent }
     }
 
+    /// The period just decided is the last one of a window Linux placed:
+    /// where the threads ran at its end is Linux's placement to hand back.
     pub fn os_window_ending(&self) -> bool {
         self.cfg.enabled && self.window_arm == Arm::Os && self.window_period >= self.cfg.window.max(2)
     }
@@ -475,8 +475,7 @@ impl Guard {
                 && self.linux_looks_blind()
                 && let (Some(probe), Some(before)) = (score, self.before)
                 && before > 0.0
-                && probe
-                    > before.max(self.earlier.unwrap_or(0.0)).max(self.linux_level(before)) * (1.0 + self.cfg.decisive)
+                && probe > self.linux_level(before).max(self.earlier.unwrap_or(0.0)) * (1.0 + self.cfg.decisive)
             {
                 self.champion = Arm::Learn;
                 self.stats.switches += 1;
@@ -501,9 +500,9 @@ impl Guard {
                 (a, b) => a.or(b),
             };
             // Linux's windows while it rebalances are not what it is worth.
-            let base = match (base, self.champion) {
-                (Some(base), Arm::Os) => Some(base.max(self.linux_level(base))),
-                (base, _) => base,
+            let base = match self.champion {
+                Arm::Os => base.map(|base| self.linux_level(base)),
+                Arm::Learn => base,
             };
             if let Some(base) = base.filter(|&b| b > 0.0) {
                 if probe > base * (1.0 + self.cfg.margin) {

@@ -98,9 +98,6 @@ pub struct LearnPolicy {
     node_cores: Vec<Vec<usize>>,
     /// The learner has placed threads at least once.
     started: bool,
-    /// The threads spin: the moving average of the waiting share is at
-    /// least `guard.blind_waiting`. Run shares do not tell crowding then.
-    spinning: bool,
     /// Moving average of the program's waiting share (the share of its
     /// sampled CPU time in waiting code), [`WAITING_AVERAGE_WEIGHT`] a period.
     waiting_avg: Option<f64>,
@@ -153,7 +150,6 @@ impl LearnPolicy {
             crowd: Crowd::default(),
             node_cores,
             started: false,
-            spinning: false,
             waiting_avg: None,
             forgets_at: None,
         }
@@ -305,6 +301,12 @@ impl LearnPolicy {
         }
     }
 
+    /// The threads spin: the moving average of the waiting share is at
+    /// least `guard.blind_waiting`. Run shares do not tell crowding then.
+    fn spinning(&self) -> bool {
+        self.waiting_avg.is_some_and(|w| w >= self.cfg.guard.blind_waiting)
+    }
+
     /// Crowd moves are best responses of the `own` game (each thread its
     /// own share); a shared objective (`mean`, `balanced`) needs the
     /// automata's draws, whatever `moves` says. So do threads that spin in
@@ -313,7 +315,7 @@ impl LearnPolicy {
     /// progress, which the shares cannot predict (measured: two OpenMP
     /// threads moved back to one CPU beside each other).
     fn crowd_moves_on(&self) -> bool {
-        self.cfg.moves == Moves::Crowd && self.cfg.objective == Objective::Own && !self.spinning
+        self.cfg.moves == Moves::Crowd && self.cfg.objective == Objective::Own && !self.spinning()
     }
 
     /// With crowd moves configured, a program seen spinning whose awake
@@ -328,7 +330,7 @@ impl LearnPolicy {
     fn holds_places(&self) -> bool {
         self.cfg.moves == Moves::Crowd
             && self.cfg.objective == Objective::Own
-            && self.spinning
+            && self.spinning()
             && self.threads.iter().filter(|thread| !thread.naps.asleep()).count() <= self.cores.len()
     }
 
@@ -464,7 +466,6 @@ impl Policy for LearnPolicy {
         if let Some(w) = input.waiting.filter(|w| (0.0..=1.0).contains(w)) {
             self.waiting_avg = Some(self.waiting_avg.map_or(w, |a| a + WAITING_AVERAGE_WEIGHT * (w - a)));
         }
-        self.spinning = self.waiting_avg.is_some_and(|w| w >= self.cfg.guard.blind_waiting);
         if self.forgets_at.is_some_and(|at| input.time_s >= at) {
             // A core the crowd believed loaded looks idle now: the learner's
             // next probe may try it.
@@ -1012,13 +1013,28 @@ mod tests {
 
     /// [`loaded_core_game`] with every period's waiting share `waiting`.
     fn loaded_core_game_waiting(moves: Moves, periods: u64, waiting: Option<f64>) -> (usize, Vec<usize>) {
+        let (moved, places) = core_game(&[2.0, 0.0, 0.0, 0.0], moves, periods, |_| waiting);
+        (moved.iter().sum(), places)
+    }
+
+    /// Three threads on one node whose cores carry another program's load
+    /// `load` (one weight per core), under `moves` for `periods` periods: a
+    /// thread's run share is 1 / (threads on its core + that core's load),
+    /// 0.5 on the whole node, the program's waiting share
+    /// `waiting(period)`. Returns the threads moved in each period and the
+    /// last placement.
+    fn core_game(
+        load: &[f64],
+        moves: Moves,
+        periods: u64,
+        waiting: impl Fn(u64) -> Option<f64>,
+    ) -> (Vec<usize>, Vec<usize>) {
         let cfg = LearnConfig { moves, ..papers() };
-        let layout = Layout::uniform(1, 4);
-        let load = [2.0, 0.0, 0.0, 0.0, 0.0];
-        let mut policy = LearnPolicy::new(layout, cfg, 3);
+        let cores = load.len();
+        let mut policy = LearnPolicy::new(Layout::uniform(1, cores), cfg, 3);
         let keys = [1, 2, 3];
         let mut places: Vec<usize> = Vec::new();
-        let mut moved = 0;
+        let mut moved = Vec::new();
         for period in 0..periods {
             let threads: Vec<ThreadSample> = keys
                 .iter()
@@ -1026,7 +1042,7 @@ mod tests {
                 .map(|(i, &key)| {
                     let share = places.get(i).map(|&p| {
                         let crowd = places.iter().filter(|&&q| q == p).count() as f64;
-                        if p < 4 { 1.0 / (crowd + load[p]) } else { 0.5 }
+                        if p < cores { 1.0 / (crowd + load[p]) } else { 0.5 }
                     });
                     ThreadSample {
                         key,
@@ -1036,11 +1052,9 @@ mod tests {
                 })
                 .collect();
             let mut input = input(period, &threads, false);
-            input.waiting = waiting;
+            input.waiting = waiting(period);
             let decision = policy.decide(&input);
-            if !places.is_empty() {
-                moved += places.iter().zip(&decision.place).filter(|(a, b)| a != b).count();
-            }
+            moved.push(places.iter().zip(&decision.place).filter(|(a, b)| a != b).count());
             places = decision.place;
         }
         (moved, places)
@@ -1118,48 +1132,13 @@ mod tests {
         assert_eq!(quiet, 1);
     }
 
-    /// Three threads on two cores under crowd moves for 400 periods, each
-    /// thread's run share 1 / the threads on its core, the program's
-    /// waiting share `waiting(period)`; the threads moved in each period.
-    fn three_threads_on_two_cores(waiting: impl Fn(u64) -> f64) -> Vec<usize> {
-        let cfg = LearnConfig {
-            moves: Moves::Crowd,
-            ..papers()
-        };
-        let mut policy = LearnPolicy::new(Layout::uniform(1, 2), cfg, 3);
-        let mut last: Option<Vec<usize>> = None;
-        let mut moves = Vec::new();
-        for period in 0..400u64 {
-            let threads: Vec<ThreadSample> = (1..=3)
-                .map(|key| {
-                    let share = last.as_ref().map(|places| {
-                        let mine = places[key as usize - 1];
-                        1.0 / places.iter().filter(|&&p| p == mine).count() as f64
-                    });
-                    ThreadSample {
-                        key,
-                        speed: share,
-                        share,
-                    }
-                })
-                .collect();
-            let mut input = input(period, &threads, false);
-            input.waiting = Some(waiting(period));
-            let decision = policy.decide(&input);
-            moves.push(last.as_ref().map_or(0, |last| {
-                last.iter().zip(&decision.place).filter(|(a, b)| a != b).count()
-            }));
-            last = Some(decision.place);
-        }
-        moves
-    }
-
     #[test]
     fn threads_seen_spinning_draw_where_they_outnumber_the_cores() {
         // Three spinning threads on two cores: the round-robin start puts
         // two siblings on one core, so nothing is held and the automata
         // keep drawing, as with `moves = "drawn"`.
-        let moved: usize = three_threads_on_two_cores(|_| 0.6).iter().sum();
+        let (moves, _) = core_game(&[0.0, 0.0], Moves::Crowd, 400, |_| Some(0.6));
+        let moved: usize = moves.iter().sum();
         assert!(moved > 20, "the automata draw: {moved} moves");
     }
 
@@ -1170,7 +1149,9 @@ mod tests {
         // waiting): once the waiting share's moving average (about a
         // second) falls below `blind_waiting`, crowd moves return and the
         // threads stay where they are.
-        let moves = three_threads_on_two_cores(|period| if period < 100 { 0.6 } else { 0.0 });
+        let (moves, _) = core_game(&[0.0, 0.0], Moves::Crowd, 400, |period| {
+            Some(if period < 100 { 0.6 } else { 0.0 })
+        });
         let early: usize = moves[..100].iter().sum();
         let late: usize = moves[200..].iter().sum();
         assert!(early > 5, "spinning: the automata draw ({early} moves)");
