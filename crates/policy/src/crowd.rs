@@ -168,6 +168,58 @@ impl Crowd {
             .min_by(f64::total_cmp)
     }
 
+    /// Records the others' weight on every core the awake `occupants` hold
+    /// where one of them was measured, and returns how many of them hold
+    /// each place (measured or not: an unmeasured one just arrived and
+    /// competes).
+    fn measure(&mut self, layout: &Layout, occupants: &[Occupant], now_s: f64) -> Vec<usize> {
+        let places = layout.places().len();
+        self.others.resize(places, None);
+        let mut crowd = vec![0usize; places];
+        let mut share_sum = vec![0.0f64; places];
+        let mut measured = vec![0usize; places];
+        for occupant in occupants.iter().filter(|o| layout.is_core(o.place) && !o.asleep) {
+            crowd[occupant.place] += 1;
+            if let Some(share) = usable(occupant.share) {
+                share_sum[occupant.place] += share;
+                measured[occupant.place] += 1;
+            }
+        }
+        for place in (0..places).filter(|&p| measured[p] > 0) {
+            let mean = share_sum[place] / measured[place] as f64;
+            self.others[place] = Some(((1.0 / mean - measured[place] as f64).max(0.0), now_s));
+        }
+        crowd
+    }
+
+    /// Measures as [`Crowd::moves`] does, then believes on every core of
+    /// an area that no awake occupant holds the mean of the others' weights
+    /// just measured on the area's held cores (an area where nothing was
+    /// measured keeps its beliefs). Linux leaves some of a loaded node's
+    /// cores without the program's threads: they are likely loaded like
+    /// the rest of the node, not idle.
+    pub fn assume_area_means(&mut self, layout: &Layout, areas: &[Vec<usize>], occupants: &[Occupant], now_s: f64) {
+        let crowd = self.measure(layout, occupants, now_s);
+        for area in areas {
+            let fresh: Vec<f64> = area
+                .iter()
+                .filter_map(|&core| match self.others.get(core).copied().flatten() {
+                    Some((others, at)) if at == now_s && crowd[core] > 0 => Some(others),
+                    _ => None,
+                })
+                .collect();
+            if fresh.is_empty() {
+                continue;
+            }
+            let mean = fresh.iter().sum::<f64>() / fresh.len() as f64;
+            for &core in area.iter().filter(|&&core| crowd[core] == 0) {
+                if let Some(slot) = self.others.get_mut(core) {
+                    *slot = Some((mean, now_s));
+                }
+            }
+        }
+    }
+
     /// The new place of every occupant (aligned with `occupants`), at time
     /// `now_s`; an occupant moves only to a core of `areas[occupant.area]`.
     pub fn moves(
@@ -179,24 +231,8 @@ impl Crowd {
         now_s: f64,
     ) -> Vec<usize> {
         let places = layout.places().len();
-        self.others.resize(places, None);
         let is_core = |place: usize| layout.is_core(place);
-        // Threads holding each core (measured or not: an unmeasured one
-        // just arrived and competes), and the measured shares there.
-        let mut crowd = vec![0usize; places];
-        let mut share_sum = vec![0.0f64; places];
-        let mut measured = vec![0usize; places];
-        for occupant in occupants.iter().filter(|o| is_core(o.place) && !o.asleep) {
-            crowd[occupant.place] += 1;
-            if let Some(share) = usable(occupant.share) {
-                share_sum[occupant.place] += share;
-                measured[occupant.place] += 1;
-            }
-        }
-        for place in (0..places).filter(|&p| measured[p] > 0) {
-            let mean = share_sum[place] / measured[place] as f64;
-            self.others[place] = Some(((1.0 / mean - measured[place] as f64).max(0.0), now_s));
-        }
+        let mut crowd = self.measure(layout, occupants, now_s);
         // A held core's others are those just measured (or, when none of
         // its threads was, the last known); an empty one's are believed for
         // `forget_s`.
@@ -278,6 +314,20 @@ mod tests {
             area: 0,
             asleep: false,
         }
+    }
+
+    #[test]
+    fn a_core_the_program_does_not_hold_counts_as_loaded_like_its_node() {
+        // Two nodes of two cores (places 0 1 | 3 4). On node 0 a thread
+        // alone on core 0 gets a third of it (others weigh 2); core 1 is
+        // not held. Node 1 measured nothing: its cores stay unknown (idle).
+        let layout = Layout::uniform(2, 2);
+        let mut crowd = Crowd::default();
+        let cfg = CrowdConfig::default();
+        crowd.assume_area_means(&layout, &node_areas(&layout), &[at(0, Some(1.0 / 3.0))], 1.0);
+        assert!((crowd.others_on(1, 1.0, &cfg, false) - 2.0).abs() < 1e-9);
+        assert_eq!(crowd.others_on(3, 1.0, &cfg, false), 0.0);
+        assert_eq!(crowd.others_on(4, 1.0, &cfg, false), 0.0);
     }
 
     #[test]

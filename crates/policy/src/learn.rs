@@ -15,7 +15,12 @@
 //!     │                     from scratch, in key order (fresh PLA + NUMA state)
 //!     │      the learner's first period after Linux's (the guard): each
 //!     │                     thread starts on the node Linux had it on
-//!     │                     (beside its memory), on its cores round-robin
+//!     │                     (beside its memory), on its cores round-robin;
+//!     │                     where Linux crowded a node (1.5x the mean of
+//!     │                     threads per core), the threads that gain by it,
+//!     │                     as crowd moves judge from Linux's last period,
+//!     │                     leave for the nodes it left short; if that
+//!     │                     probe loses, they go back to Linux's nodes
 //!     │
 //!     ├─2─ u = objective.utilities(speeds)
 //!     │      every thread not fresh: pla.learn(u_i)  (reinforces last period's place)
@@ -56,7 +61,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::aspiration::{Aspiration, NumaState};
 use crate::config::{LearnConfig, Moves, Start};
 use crate::crowd::{Crowd, Naps, Occupant, node_areas};
-use crate::guard::{Guard, GuardStats, HandBack, Signs};
+use crate::guard::{Arm, Guard, GuardStats, HandBack, Signs};
 use crate::layout::Layout;
 use crate::objective::{Objective, sanitise_speed};
 use crate::pla::Pla;
@@ -98,6 +103,9 @@ pub struct LearnPolicy {
     node_cores: Vec<Vec<usize>>,
     /// The learner has placed threads at least once.
     started: bool,
+    /// Whether its start took threads off nodes Linux crowded, and how
+    /// that went.
+    leaving: Leaving,
     /// Moving average of the program's waiting share (the share of its
     /// sampled CPU time in waiting code), [`WAITING_AVERAGE_WEIGHT`] a period.
     waiting_avg: Option<f64>,
@@ -150,6 +158,7 @@ impl LearnPolicy {
             crowd: Crowd::default(),
             node_cores,
             started: false,
+            leaving: Leaving::No,
             waiting_avg: None,
             forgets_at: None,
         }
@@ -339,26 +348,144 @@ impl LearnPolicy {
     /// on, so that it stays beside the memory it touched there, on that
     /// node's cores round-robin (in key order among the threads Linux put
     /// there); the others keep their round-robin start. On one node this is
-    /// the round-robin start.
-    fn start_where_linux_was(&mut self) {
+    /// the round-robin start. Where Linux crowded a node, the threads the
+    /// crowd's measurements say gain by it leave for the nodes it left
+    /// short ([`LearnPolicy::leave_crowded_nodes`]); their memory stays
+    /// where Linux had them (their NUMA home).
+    fn start_where_linux_was(&mut self, input: &PeriodInput<'_>, leave: bool) {
+        let linux_core: Vec<Option<usize>> = self
+            .threads
+            .iter()
+            .map(|thread| {
+                self.hand_back
+                    .core_of(thread.key)
+                    .filter(|&core| self.layout.is_core(core))
+            })
+            .collect();
+        let start_node = if leave {
+            self.leave_crowded_nodes(input, &linux_core)
+        } else {
+            linux_core
+                .iter()
+                .map(|core| core.map(|c| self.node_of_core(c)))
+                .collect()
+        };
+        if start_node
+            .iter()
+            .zip(&linux_core)
+            .any(|(node, core)| *node != core.map(|c| self.node_of_core(c)))
+        {
+            self.leaving = Leaving::Tried;
+        }
         let mut on_node = vec![0usize; self.layout.nodes()];
         for index in 0..self.threads.len() {
-            let Some(core) = self.hand_back.core_of(self.threads[index].key) else {
+            let (Some(core), Some(node)) = (linux_core[index], start_node[index]) else {
                 continue;
             };
-            if !self.layout.is_core(core) {
-                continue;
-            }
-            let node = self.node_of_core(core);
+            let home = self.node_of_core(core);
             let cores = &self.node_cores[node];
             let core = cores[on_node[node] % cores.len()];
             on_node[node] += 1;
             let pla = self.fresh_pla(node, core);
             let thread = &mut self.threads[index];
             thread.pla = pla;
-            thread.numa = NumaState::new(node);
+            thread.numa = NumaState {
+                home,
+                ..NumaState::new(node)
+            };
             thread.fresh = true;
         }
+    }
+
+    /// The learner's first period after a window of Linux's: where the
+    /// learner's first probe took threads off the nodes Linux crowded, it
+    /// is over now; had it lost, Linux would still be champion, and the
+    /// threads go back to the nodes Linux had them on.
+    fn after_linux_window(&mut self, input: &PeriodInput<'_>) {
+        if self.leaving != Leaving::Tried {
+            return;
+        }
+        if self.guard.champion() == Arm::Os {
+            self.leaving = Leaving::Lost;
+            self.start_where_linux_was(input, false);
+        } else {
+            self.leaving = Leaving::Won;
+        }
+    }
+
+    /// How Linux left the nodes at the end of its last window
+    /// ([`crowded_nodes`]); `None` where no node is crowded.
+    fn linux_crowding(&self) -> Option<Vec<NodeCrowd>> {
+        let linux_node: Vec<Option<usize>> = self
+            .threads
+            .iter()
+            .map(|thread| {
+                let core = self.hand_back.core_of(thread.key)?;
+                self.layout.is_core(core).then(|| self.node_of_core(core))
+            })
+            .collect();
+        let awake: Vec<bool> = self.threads.iter().map(|thread| !thread.naps.asleep()).collect();
+        let cores: Vec<usize> = self.node_cores.iter().map(Vec::len).collect();
+        crowded_nodes(&linux_node, &awake, &cores)
+    }
+
+    /// The node each thread starts on after Linux's windows (`None` where
+    /// Linux did not place it): Linux's, unless Linux left a node crowded
+    /// ([`crowded_nodes`]). Then the run shares measured in Linux's last
+    /// period, on the cores Linux had the threads on, decide as crowd
+    /// moves do ([`Crowd::moves`]) which threads of a crowded node gain by
+    /// going to a core of a node Linux left short, a core the program does
+    /// not hold there counting as loaded like the node's held ones.
+    fn leave_crowded_nodes(&mut self, input: &PeriodInput<'_>, linux_core: &[Option<usize>]) -> Vec<Option<usize>> {
+        let linux_node: Vec<Option<usize>> = linux_core
+            .iter()
+            .map(|core| core.map(|c| self.node_of_core(c)))
+            .collect();
+        let awake: Vec<bool> = self.threads.iter().map(|thread| !thread.naps.asleep()).collect();
+        let Some(crowded) = self.linux_crowding() else {
+            return linux_node;
+        };
+        // Spinning threads' run shares do not tell crowding (crowd.rs).
+        if self.cfg.moves != Moves::Crowd || self.spinning() {
+            return linux_node;
+        }
+        // The threads of a crowded node may go to its cores or to those of
+        // the nodes it left short (the last area); the others stay in
+        // their node.
+        let escape = self.node_cores.len();
+        let mut areas = self.node_cores.clone();
+        areas.push(
+            (0..escape)
+                .filter(|&node| crowded[node] != NodeCrowd::Even)
+                .flat_map(|node| self.node_cores[node].iter().copied())
+                .collect(),
+        );
+        let occupants: Vec<Occupant> = linux_core
+            .iter()
+            .zip(&linux_node)
+            .zip(input.threads)
+            .zip(&awake)
+            .map(|(((core, node), sample), &awake)| Occupant {
+                place: core.unwrap_or(self.layout.whole()),
+                share: sample.share.filter(|_| core.is_some()),
+                area: match node {
+                    Some(node) if crowded[*node] == NodeCrowd::Crowded => escape,
+                    Some(node) => *node,
+                    None => escape,
+                },
+                asleep: !awake,
+            })
+            .collect();
+        self.crowd
+            .assume_area_means(&self.layout, &self.node_cores, &occupants, input.time_s);
+        let placed = self
+            .crowd
+            .moves(&self.layout, &self.cfg.crowd, &areas, &occupants, input.time_s);
+        placed
+            .iter()
+            .zip(linux_core)
+            .map(|(&place, core)| core.map(|_| self.node_of_core(place)))
+            .collect()
     }
 
     /// Step 4 with `moves = "crowd"`: every thread keeps its place unless
@@ -487,7 +614,9 @@ impl Policy for LearnPolicy {
         }
         let after_os = std::mem::take(&mut self.after_os);
         if !std::mem::replace(&mut self.started, true) {
-            self.start_where_linux_was();
+            self.start_where_linux_was(input, true);
+        } else if after_os {
+            self.after_linux_window(input);
         }
         let speeds: Vec<Option<f64>> = if after_os {
             vec![None; input.threads.len()]
@@ -547,6 +676,68 @@ impl Policy for LearnPolicy {
         };
         Decision { place, utility }
     }
+}
+
+/// Whether the learner's start took threads off the nodes Linux crowded
+/// ([`LearnPolicy::leave_crowded_nodes`]), and what the guard made of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Leaving {
+    /// It did not (no node crowded, or it is not over yet).
+    No,
+    /// It did, and the learner's first probe has not ended.
+    Tried,
+    /// That probe lost to Linux: the threads went back to Linux's nodes.
+    Lost,
+    /// The learner took over with it.
+    Won,
+}
+
+/// A node holding at least this many times the program's mean of awake
+/// threads per core is crowded: Linux kept the program off a node that
+/// another program loads, or has not spread it yet.
+const CROWDED_NODE_FACTOR: f64 = 1.5;
+
+/// How Linux left a node: with at least [`CROWDED_NODE_FACTOR`] times the
+/// program's mean of awake threads per core, with fewer than the mean
+/// (short), or neither.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NodeCrowd {
+    Crowded,
+    Short,
+    Even,
+}
+
+/// Every node's [`NodeCrowd`] from the node Linux had each thread on
+/// (`None`: not placed) and whether it is awake, with `cores[n]` cores on
+/// node n; `None` when no node is crowded (or there is one node).
+fn crowded_nodes(linux_node: &[Option<usize>], awake: &[bool], cores: &[usize]) -> Option<Vec<NodeCrowd>> {
+    let mut counts = vec![0usize; cores.len()];
+    for (node, &awake) in linux_node.iter().zip(awake) {
+        if let (Some(node), true) = (node, awake) {
+            counts[*node] += 1;
+        }
+    }
+    let total: usize = counts.iter().sum();
+    let all_cores: usize = cores.iter().sum();
+    if cores.len() < 2 || total == 0 || all_cores == 0 {
+        return None;
+    }
+    let mean = total as f64 / all_cores as f64;
+    let crowd: Vec<NodeCrowd> = counts
+        .iter()
+        .zip(cores)
+        .map(|(&count, &c)| {
+            let density = count as f64 / c.max(1) as f64;
+            if c > 0 && density >= CROWDED_NODE_FACTOR * mean {
+                NodeCrowd::Crowded
+            } else if c > 0 && density < mean {
+                NodeCrowd::Short
+            } else {
+                NodeCrowd::Even
+            }
+        })
+        .collect();
+    crowd.contains(&NodeCrowd::Crowded).then_some(crowd)
 }
 
 #[cfg(test)]
@@ -1159,9 +1350,11 @@ mod tests {
     }
 
     /// Linux first, the probe at once; at the end of Linux's window the
-    /// target says all three threads ran on node 1 (cores 3 and 4), where
-    /// their memory is. Returns the learner's placements.
-    fn learner_after_linux_on_node_1(moves: Moves) -> Vec<Vec<usize>> {
+    /// target says the threads ran on node 1 (cores 3 and 4), where their
+    /// memory is: thread k (key k + 1) on `linux[k]` with run share
+    /// `share[k]` in every period, its speed too. Returns the learner's
+    /// placements over 40 periods.
+    fn learner_after_linux_on_node_1(moves: Moves, linux: &[Option<usize>], share: &[f64]) -> Vec<Vec<usize>> {
         let cfg = LearnConfig {
             guard: GuardConfig {
                 assumed_loss: 0.0,
@@ -1175,20 +1368,20 @@ mod tests {
         let layout = Layout::uniform(2, 2); // node 0: cores 0 1; node 1: 3 4
         let mut policy = LearnPolicy::new(layout, cfg, 1);
         let whole = policy.layout().whole();
-        let linux = [Some(4), Some(4), Some(3)];
         let mut learner = Vec::new();
-        for period in 0..12 {
-            let shares: Vec<ThreadSample> = (1..=3)
-                .map(|key| ThreadSample {
+        for period in 0..40 {
+            let shares: Vec<ThreadSample> = (1..=linux.len() as u64)
+                .zip(share)
+                .map(|(key, &share)| ThreadSample {
                     key,
-                    speed: Some(0.5),
-                    share: Some(0.5),
+                    speed: Some(share),
+                    share: Some(share),
                 })
                 .collect();
             let wants = policy.wants_cores();
             let mut input = input(period, &shares, false);
             if wants {
-                input.cores = Some(&linux);
+                input.cores = Some(linux);
             }
             let decision = policy.decide(&input);
             if policy.guard().arm() == Arm::Learn && !decision.place.contains(&whole) {
@@ -1199,19 +1392,69 @@ mod tests {
     }
 
     #[test]
+    fn a_node_is_crowded_at_one_and_a_half_times_the_mean_per_core() {
+        use NodeCrowd::{Crowded, Even, Short};
+        // 40 threads on one node of two with 10 cores each.
+        let all_on_1 = vec![Some(1); 40];
+        let awake = vec![true; 40];
+        assert_eq!(crowded_nodes(&all_on_1, &awake, &[10, 10]), Some(vec![Short, Crowded]));
+        // 28 against 12: 1.4 times the mean, not crowded.
+        let split: Vec<Option<usize>> = (0..40).map(|i| Some(usize::from(i >= 12))).collect();
+        assert_eq!(crowded_nodes(&split, &awake, &[10, 10]), None);
+        // Asleep threads count nowhere; one node is never crowded.
+        let mut asleep = [false; 40];
+        asleep[..20].fill(true);
+        let half_awake: Vec<bool> = asleep.iter().map(|a| !a).collect();
+        let mixed: Vec<Option<usize>> = (0..40).map(|i| Some(usize::from(i >= 20))).collect();
+        assert_eq!(
+            crowded_nodes(&mixed, &half_awake, &[10, 10]),
+            Some(vec![Short, Crowded])
+        );
+        assert_eq!(crowded_nodes(&vec![Some(0); 40], &awake, &[20]), None);
+        // Three nodes: the one in the middle of the mean is even.
+        let three: Vec<Option<usize>> = [vec![Some(0); 2], vec![Some(1); 7], vec![Some(2); 12]].concat();
+        assert_eq!(
+            crowded_nodes(&three, &[true; 21], &[4, 4, 4]),
+            Some(vec![Short, Even, Crowded])
+        );
+    }
+
+    #[test]
     fn the_learner_starts_on_the_node_where_linux_had_the_threads() {
-        // The learner's first period keeps them on node 1, round-robin over
-        // its cores (a plain round-robin start would take two of them to
-        // node 0), with either kind of moves; crowd moves keep them there.
+        // Each thread alone on its core: the learner's first period keeps
+        // them on node 1, round-robin over its cores (a plain round-robin
+        // start would take them to node 0), with either kind of moves;
+        // crowd moves keep them there.
+        let linux = [Some(4), Some(3)];
         for moves in [Moves::Drawn, Moves::Crowd] {
-            let learner = learner_after_linux_on_node_1(moves);
+            let learner = learner_after_linux_on_node_1(moves, &linux, &[1.0, 1.0]);
             assert!(learner.len() >= 2, "{moves:?}: the learner had its window: {learner:?}");
-            assert_eq!(learner[0], vec![3, 4, 3], "{moves:?}: node 1's cores round-robin");
+            assert_eq!(learner[0], vec![3, 4], "{moves:?}: node 1's cores round-robin");
         }
-        let learner = learner_after_linux_on_node_1(Moves::Crowd);
+        let learner = learner_after_linux_on_node_1(Moves::Crowd, &linux, &[1.0, 1.0]);
         assert!(
             learner.iter().flatten().all(|&place| place == 3 || place == 4),
             "{learner:?}"
         );
+    }
+
+    #[test]
+    fn threads_linux_crowded_on_one_node_leave_it_and_come_back_when_that_loses() {
+        // Two threads share core 4 (half of it each), the third is alone on
+        // core 3; node 0 holds none of them. With crowd moves the learner's
+        // first probe takes the two off node 1, a core each; the papers'
+        // automata keep them on node 1.
+        let linux = [Some(4), Some(4), Some(3)];
+        let share = [0.5, 0.5, 1.0];
+        let on_node_0 = |places: &[usize]| places.iter().filter(|&&p| p < 2).count();
+        let crowd = learner_after_linux_on_node_1(Moves::Crowd, &linux, &share);
+        assert_eq!(crowd[0], vec![0, 1, 3], "a core each, two on node 0: {crowd:?}");
+        let drawn = learner_after_linux_on_node_1(Moves::Drawn, &linux, &share);
+        assert_eq!(on_node_0(&drawn[0]), 0, "{drawn:?}");
+        // Every period measures the same (the shares above), so the probe
+        // does not beat Linux: the next probe starts on Linux's node again.
+        let later: Vec<&Vec<usize>> = crowd.iter().skip_while(|places| on_node_0(places) > 0).collect();
+        assert!(!later.is_empty(), "a later probe: {crowd:?}");
+        assert!(later.iter().all(|places| on_node_0(places) == 0), "{crowd:?}");
     }
 }
