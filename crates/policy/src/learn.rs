@@ -362,19 +362,13 @@ impl LearnPolicy {
                     .filter(|&core| self.layout.is_core(core))
             })
             .collect();
+        let linux_node = self.nodes_of(&linux_core);
         let start_node = if leave {
-            self.leave_crowded_nodes(input, &linux_core)
+            self.leave_crowded_nodes(input, &linux_core, &linux_node)
         } else {
-            linux_core
-                .iter()
-                .map(|core| core.map(|c| self.node_of_core(c)))
-                .collect()
+            linux_node.clone()
         };
-        if start_node
-            .iter()
-            .zip(&linux_core)
-            .any(|(node, core)| *node != core.map(|c| self.node_of_core(c)))
-        {
+        if start_node != linux_node {
             self.leaving = Leaving::Tried;
         }
         let mut on_node = vec![0usize; self.layout.nodes()];
@@ -413,20 +407,9 @@ impl LearnPolicy {
         }
     }
 
-    /// How Linux left the nodes at the end of its last window
-    /// ([`crowded_nodes`]); `None` where no node is crowded.
-    fn linux_crowding(&self) -> Option<Vec<NodeCrowd>> {
-        let linux_node: Vec<Option<usize>> = self
-            .threads
-            .iter()
-            .map(|thread| {
-                let core = self.hand_back.core_of(thread.key)?;
-                self.layout.is_core(core).then(|| self.node_of_core(core))
-            })
-            .collect();
-        let awake: Vec<bool> = self.threads.iter().map(|thread| !thread.naps.asleep()).collect();
-        let cores: Vec<usize> = self.node_cores.iter().map(Vec::len).collect();
-        crowded_nodes(&linux_node, &awake, &cores)
+    /// The node of each core place (`None` stays `None`).
+    fn nodes_of(&self, cores: &[Option<usize>]) -> Vec<Option<usize>> {
+        cores.iter().map(|core| core.map(|c| self.node_of_core(c))).collect()
     }
 
     /// The node each thread starts on after Linux's windows (`None` where
@@ -436,18 +419,20 @@ impl LearnPolicy {
     /// moves do ([`Crowd::moves`]) which threads of a crowded node gain by
     /// going to a core of a node Linux left short, a core the program does
     /// not hold there counting as loaded like the node's held ones.
-    fn leave_crowded_nodes(&mut self, input: &PeriodInput<'_>, linux_core: &[Option<usize>]) -> Vec<Option<usize>> {
-        let linux_node: Vec<Option<usize>> = linux_core
-            .iter()
-            .map(|core| core.map(|c| self.node_of_core(c)))
-            .collect();
+    fn leave_crowded_nodes(
+        &mut self,
+        input: &PeriodInput<'_>,
+        linux_core: &[Option<usize>],
+        linux_node: &[Option<usize>],
+    ) -> Vec<Option<usize>> {
         let awake: Vec<bool> = self.threads.iter().map(|thread| !thread.naps.asleep()).collect();
-        let Some(crowded) = self.linux_crowding() else {
-            return linux_node;
+        let cores: Vec<usize> = self.node_cores.iter().map(Vec::len).collect();
+        let Some(crowded) = crowded_nodes(linux_node, &awake, &cores) else {
+            return linux_node.to_vec();
         };
         // Spinning threads' run shares do not tell crowding (crowd.rs).
         if self.cfg.moves != Moves::Crowd || self.spinning() {
-            return linux_node;
+            return linux_node.to_vec();
         }
         // The threads of a crowded node may go to its cores or to those of
         // the nodes it left short (the last area); the others stay in
@@ -462,7 +447,7 @@ impl LearnPolicy {
         );
         let occupants: Vec<Occupant> = linux_core
             .iter()
-            .zip(&linux_node)
+            .zip(linux_node)
             .zip(input.threads)
             .zip(&awake)
             .map(|(((core, node), sample), &awake)| Occupant {
