@@ -803,6 +803,26 @@ mod tests {
         arms
     }
 
+    /// A guard with windows of 4 periods, run for `periods` periods where
+    /// each arm yields `(progress, waiting share)` = `measure(arm, window)`
+    /// (the period measured is the one before the call, in window
+    /// (period - 1) / 4); returns the guard and the arms in order.
+    fn run_in_windows_of_4(periods: usize, measure: impl Fn(Arm, usize) -> (f64, f64)) -> (Guard, Vec<Arm>) {
+        let mut guard = Guard::new(GuardConfig {
+            window: 4,
+            ..GuardConfig::default()
+        });
+        let arms = run_measured(&mut guard, periods, |arm, period| {
+            let (progress, waiting) = measure(arm, (period - 1) / 4);
+            let signs = Signs {
+                waiting: Some(waiting),
+                queued: None,
+            };
+            (progress, signs)
+        });
+        (guard, arms)
+    }
+
     /// Runs `periods` periods where each arm yields the progress `rate(arm,
     /// period)` and no signs, and returns the arms in order.
     fn run(guard: &mut Guard, periods: usize, rate: impl Fn(Arm, usize) -> f64) -> Vec<Arm> {
@@ -912,24 +932,12 @@ mod tests {
         // decisive win and the learner takes over at once; after a single
         // bad window it is compared with Linux's next window as usual.
         let arms_after = |first: f64| {
-            let mut guard = Guard::new(GuardConfig {
-                window: 4,
-                ..GuardConfig::default()
+            let (_, arms) = run_in_windows_of_4(16, |arm, window| match (arm, window) {
+                (Arm::Learn, _) => (3.0, 0.05),
+                (Arm::Os, 0) => (first, 0.05),
+                (Arm::Os, _) => (1.0, 0.9),
             });
-            // The period measured is the one before the call, in window
-            // (period - 1) / 4.
-            run_measured(&mut guard, 16, |arm, period| {
-                let (progress, waiting) = match (arm, (period - 1) / 4) {
-                    (Arm::Learn, _) => (3.0, 0.05),
-                    (Arm::Os, 0) => (first, 0.05),
-                    (Arm::Os, _) => (1.0, 0.9),
-                };
-                let signs = Signs {
-                    waiting: Some(waiting),
-                    queued: None,
-                };
-                (progress, signs)
-            })
+            arms
         };
         let expected = |fourth: Arm| [[Arm::Os; 4], [Arm::Os; 4], [Arm::Learn; 4], [fourth; 4]].concat();
         assert_eq!(arms_after(1.0), expected(Arm::Learn), "a lasting blind spot");
@@ -946,22 +954,10 @@ mod tests {
         // the learner does not take over; a lasting one drags the median of
         // Linux's last 16 windows down, and then it does.
         let champion_at_end = |dip: usize| {
-            let mut guard = Guard::new(GuardConfig {
-                window: 4,
-                ..GuardConfig::default()
-            });
-            let arms = run_measured(&mut guard, 4 * 60, |arm, period| {
-                let window = (period - 1) / 4;
-                let (progress, waiting) = match arm {
-                    Arm::Learn => (3.0, 0.05),
-                    Arm::Os if (12..12 + dip).contains(&window) => (1.0, 0.9),
-                    Arm::Os => (10.0, 0.05),
-                };
-                let signs = Signs {
-                    waiting: Some(waiting),
-                    queued: None,
-                };
-                (progress, signs)
+            let (guard, arms) = run_in_windows_of_4(4 * 60, |arm, window| match arm {
+                Arm::Learn => (3.0, 0.05),
+                Arm::Os if (12..12 + dip).contains(&window) => (1.0, 0.9),
+                Arm::Os => (10.0, 0.05),
             });
             let learner_windows = arms.iter().filter(|&&arm| arm == Arm::Learn).count() / 4;
             (guard.champion(), learner_windows)

@@ -103,9 +103,10 @@ pub struct LearnPolicy {
     node_cores: Vec<Vec<usize>>,
     /// The learner has placed threads at least once.
     started: bool,
-    /// Whether its start took threads off nodes Linux crowded, and how
-    /// that went.
-    leaving: Leaving,
+    /// The learner's probe in progress started with threads off the nodes
+    /// Linux crowded ([`LearnPolicy::leave_crowded_nodes`]): if it loses,
+    /// they go back.
+    leaving_on_trial: bool,
     /// Moving average of the program's waiting share (the share of its
     /// sampled CPU time in waiting code), [`WAITING_AVERAGE_WEIGHT`] a period.
     waiting_avg: Option<f64>,
@@ -158,7 +159,7 @@ impl LearnPolicy {
             crowd: Crowd::default(),
             node_cores,
             started: false,
-            leaving: Leaving::No,
+            leaving_on_trial: false,
             waiting_avg: None,
             forgets_at: None,
         }
@@ -368,15 +369,12 @@ impl LearnPolicy {
         } else {
             linux_node.clone()
         };
-        if start_node != linux_node {
-            self.leaving = Leaving::Tried;
-        }
+        self.leaving_on_trial = start_node != linux_node;
         let mut on_node = vec![0usize; self.layout.nodes()];
         for index in 0..self.threads.len() {
-            let (Some(core), Some(node)) = (linux_core[index], start_node[index]) else {
+            let (Some(home), Some(node)) = (linux_node[index], start_node[index]) else {
                 continue;
             };
-            let home = self.node_of_core(core);
             let cores = &self.node_cores[node];
             let core = cores[on_node[node] % cores.len()];
             on_node[node] += 1;
@@ -396,14 +394,8 @@ impl LearnPolicy {
     /// is over now; had it lost, Linux would still be champion, and the
     /// threads go back to the nodes Linux had them on.
     fn after_linux_window(&mut self, input: &PeriodInput<'_>) {
-        if self.leaving != Leaving::Tried {
-            return;
-        }
-        if self.guard.champion() == Arm::Os {
-            self.leaving = Leaving::Lost;
+        if std::mem::take(&mut self.leaving_on_trial) && self.guard.champion() == Arm::Os {
             self.start_where_linux_was(input, false);
-        } else {
-            self.leaving = Leaving::Won;
         }
     }
 
@@ -425,15 +417,15 @@ impl LearnPolicy {
         linux_core: &[Option<usize>],
         linux_node: &[Option<usize>],
     ) -> Vec<Option<usize>> {
+        // Spinning threads' run shares do not tell crowding (crowd.rs).
+        if self.cfg.moves != Moves::Crowd || self.spinning() {
+            return linux_node.to_vec();
+        }
         let awake: Vec<bool> = self.threads.iter().map(|thread| !thread.naps.asleep()).collect();
         let cores: Vec<usize> = self.node_cores.iter().map(Vec::len).collect();
         let Some(crowded) = crowded_nodes(linux_node, &awake, &cores) else {
             return linux_node.to_vec();
         };
-        // Spinning threads' run shares do not tell crowding (crowd.rs).
-        if self.cfg.moves != Moves::Crowd || self.spinning() {
-            return linux_node.to_vec();
-        }
         // The threads of a crowded node may go to its cores or to those of
         // the nodes it left short (the last area); the others stay in
         // their node.
@@ -661,20 +653,6 @@ impl Policy for LearnPolicy {
         };
         Decision { place, utility }
     }
-}
-
-/// Whether the learner's start took threads off the nodes Linux crowded
-/// ([`LearnPolicy::leave_crowded_nodes`]), and what the guard made of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Leaving {
-    /// It did not (no node crowded, or it is not over yet).
-    No,
-    /// It did, and the learner's first probe has not ended.
-    Tried,
-    /// That probe lost to Linux: the threads went back to Linux's nodes.
-    Lost,
-    /// The learner took over with it.
-    Won,
 }
 
 /// A node holding at least this many times the program's mean of awake
