@@ -99,7 +99,13 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
     );
     println!("speed sources (--metric auto takes {auto} here):");
     match &sampling {
-        Ok(()) => println!("  useful        yes (CPU-clock samples, waiting code told from work)"),
+        Ok(()) => println!(
+            "  useful        yes (CPU-clock samples, waiting code told from work; spin loops found by instruction: {})",
+            match pinlearn_engine::live::Isa::native() {
+                Some(isa) => isa.name(),
+                None => "not on this instruction set",
+            }
+        ),
         Err(why) => println!("  useful        no: {why}"),
     }
     match &instructions {

@@ -9,8 +9,9 @@
 //! Re-record (needs gcc and 2 CPUs; overwrites the fixtures):
 //! `cargo test --release -p pinlearn-engine --test waiting -- --ignored record`
 
-use pinlearn_engine::live::{CodeKind, CpuSamples, WaitingCode, WaitingRules};
+use pinlearn_engine::live::{CodeKind, CpuSamples, Isa, WaitingCode, WaitingRules};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -60,6 +61,82 @@ fn alone_most_samples_are_work() {
     // takes about 0.2 ms on two threads, so forking, joining and the
     // barrier's imbalance are a fair share of it even alone.
     assert!(share < 0.4, "waiting share {share:.2}");
+}
+
+/// Samples one thread of this process for 0.6 s while it runs `body`, and
+/// returns the share of its samples classified waiting and how many
+/// addresses were found in spin loops.
+fn waiting_share_of(rules: &WaitingRules, body: fn(&AtomicBool) -> u64) -> (f64, usize) {
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let worker = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            tid_tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
+            body(&stop)
+        })
+    };
+    let tid = tid_rx.recv().unwrap();
+    let mut samples = CpuSamples::open(tid, 1_000_000, 1 << 16).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    // Maps read after the thread started: its stack and code are mapped.
+    let maps = std::fs::read("/proc/self/maps").unwrap();
+    let mut code = WaitingCode::build(&maps, &rules.compile().unwrap(), &mut |_, _, _| None).unwrap();
+    let mut scratch = Vec::new();
+    samples.take(&mut code, std::process::id(), &mut scratch);
+    stop.store(true, Ordering::Relaxed);
+    std::hint::black_box(worker.join().unwrap());
+    let work = samples.work_share().expect("the thread ran and was sampled");
+    (1.0 - work, code.spin_addresses_found())
+}
+
+/// Waits on a flag as a hand-written barrier does: no library, no named
+/// function, only `spin_loop` (PAUSE on x86-64, ISB or YIELD on AArch64).
+#[inline(never)]
+fn spin_on(stop: &AtomicBool) -> u64 {
+    let mut rounds = 0u64;
+    while !stop.load(Ordering::Acquire) {
+        std::hint::spin_loop();
+        rounds += 1;
+    }
+    rounds
+}
+
+/// A loop of arithmetic that checks the same flag: work.
+#[inline(never)]
+fn compute_until(stop: &AtomicBool) -> u64 {
+    let mut x = 1u64;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..1000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        }
+    }
+    x
+}
+
+#[test]
+fn a_spin_loop_in_the_programs_own_code_is_waiting() {
+    if Isa::native().is_none() {
+        eprintln!("skipped: spin loops are recognised on x86-64 and AArch64 only");
+        return;
+    }
+    let rules = WaitingRules::default();
+    let (spinning, found) = waiting_share_of(&rules, spin_on);
+    assert!(
+        spinning > 0.9,
+        "a thread spinning on a flag: waiting share {spinning:.2}"
+    );
+    assert!(found >= 1, "its loop's addresses were found");
+    let (computing, found) = waiting_share_of(&rules, compute_until);
+    assert!(computing < 0.1, "a computing thread: waiting share {computing:.2}");
+    assert_eq!(found, 0);
+    // Turned off, the spinning thread's own code is work.
+    let off = WaitingRules {
+        spin_loops: false,
+        ..WaitingRules::default()
+    };
+    let (spinning, _) = waiting_share_of(&off, spin_on);
+    assert!(spinning < 0.1, "spin loops not looked for: waiting share {spinning:.2}");
 }
 
 /// Records the fixtures (see the module doc).

@@ -27,6 +27,7 @@ mod limits;
 mod memory;
 mod priority;
 mod probe;
+mod spin;
 mod tasks;
 /// The calling thread's id.
 pub fn current_tid() -> u32 {
@@ -49,6 +50,7 @@ pub mod restore {
 pub use memory::current_thread_stack;
 pub use priority::ManagerScheduling;
 pub use probe::{CpuSamples, instructions_supported, resolve_metric, sampling_supported};
+pub use spin::Isa;
 pub use tasks::{Scan, TaskWatcher, process_alive, thread_name};
 pub use waiting::{CodeKind, WaitingCode, WaitingRules};
 
@@ -706,7 +708,7 @@ impl LiveProcess {
                     let _ = probe.set_enabled(sample_next || cheap);
                     match sampling.waiting.of(pid) {
                         Some(code) => {
-                            probe.take(code, &mut sampling.scratch);
+                            probe.take(code, pid, &mut sampling.scratch);
                             if probe.unmapped > 0 {
                                 stale_code.insert(pid);
                             }
@@ -714,7 +716,7 @@ impl LiveProcess {
                         }
                         None => {
                             // Maps unreadable: drain the ring, score by run share.
-                            probe.take(&WaitingCode::default(), &mut sampling.scratch);
+                            probe.take(&mut WaitingCode::default(), pid, &mut sampling.scratch);
                             None
                         }
                     }

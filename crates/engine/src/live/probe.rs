@@ -224,15 +224,17 @@ impl CpuSamples {
         }
     }
 
-    /// Takes every sample in the ring and classifies it with `code`;
-    /// `scratch` is reused between calls.
-    pub fn take(&mut self, code: &WaitingCode, scratch: &mut Vec<u64>) {
+    /// Takes every sample in the ring and classifies it with `code`, the
+    /// waiting code of process `pid` (whose code bytes are read where
+    /// spin loops are looked for); `scratch` is reused between calls.
+    pub fn take(&mut self, code: &mut WaitingCode, pid: u32, scratch: &mut Vec<u64>) {
         scratch.clear();
         self.drain(scratch);
         let (mut work, mut waiting) = (0u64, 0u64);
         self.unmapped = 0;
+        let mut read = |address, len, file: Option<(&str, u64)>| read_code(pid, address, len, file);
         for &ip in scratch.iter() {
-            match code.classify(ip) {
+            match code.classify_sample(ip, &mut read) {
                 CodeKind::Waiting => waiting += 1,
                 CodeKind::Work => work += 1,
                 // Code mapped after the maps were read: work until known.
@@ -255,6 +257,24 @@ impl CpuSamples {
         let all = self.work + self.waiting;
         (all >= 1.0).then(|| self.work / all)
     }
+}
+
+/// Reads `len` bytes of code of process `pid` at `address`: from its
+/// memory (as the kernel shows it, so code patched or generated at run time
+/// too), else from the file mapped there (when pinlearn may not read the
+/// process's memory but may read its files).
+fn read_code(pid: u32, address: u64, len: usize, file: Option<(&str, u64)>) -> Option<Vec<u8>> {
+    let mut bytes = vec![0u8; len];
+    let from_memory = File::open(format!("/proc/{pid}/mem")).and_then(|mem| mem.read_exact_at(&mut bytes, address));
+    if from_memory.is_ok() {
+        return Some(bytes);
+    }
+    let (path, offset) = file?;
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    File::open(format!("/proc/{pid}/root{path}"))
+        .and_then(|mapped| mapped.read_exact_at(&mut bytes, offset))
+        .ok()?;
+    Some(bytes)
 }
 
 /// The least time between reading a process's maps and reading them again
@@ -301,7 +321,7 @@ impl WaitingMaps {
 
     /// The waiting code of `pid`, read now if not known; `None` when its
     /// maps cannot be read (said once).
-    pub fn of(&mut self, pid: u32) -> Option<&WaitingCode> {
+    pub fn of(&mut self, pid: u32) -> Option<&mut WaitingCode> {
         if self.unreadable.contains(&pid) {
             return None;
         }
@@ -309,7 +329,7 @@ impl WaitingMaps {
             let code = self.read(pid)?;
             self.processes.insert(pid, (code, std::time::Instant::now(), 0));
         }
-        self.processes.get(&pid).map(|(code, _, _)| code)
+        self.processes.get_mut(&pid).map(|(code, _, _)| code)
     }
 
     /// Reads `pid`'s maps again if samples fell outside its known code and

@@ -11,14 +11,17 @@
 //!       │      └─► read the ELF file (object crate): each matching function's
 //!       │          [value, value + size) moved into the mapping by its segment
 //!       ▼
-//!   WaitingCode: sorted, merged address ranges + the executable ranges
+//!   WaitingCode: sorted, merged address ranges + the executable mappings
 //!       classify(ip) = Waiting | Work | Unmapped (code mapped after the build)
+//!       classify_sample(ip, read): as classify, and Work that lies in a spin
+//!           loop (spin.rs: read the code around ip once, remember) is Waiting
 //! ```
 //!
 //! The rules are [`WaitingRules`] (settings `[sampling]`, defaults in
 //! [`WaitingRules::default`]); building is pure given the maps text and a
 //! way to read files, so it is tested on recorded maps.
 
+use super::spin::{Isa, REACH, in_spin_loop};
 use glob::Pattern;
 use object::{Object, ObjectSegment, ObjectSymbol};
 use procfs::FromBufRead;
@@ -36,6 +39,9 @@ pub struct WaitingRules {
     pub libraries: Vec<String>,
     /// Functions that wait, as `LIBRARY:SYMBOL`.
     pub symbols: Vec<String>,
+    /// Whether samples in a short loop around a spin-wait hint (x86 PAUSE,
+    /// Arm YIELD/WFE/ISB) count as waiting in any code (see `spin.rs`).
+    pub spin_loops: bool,
 }
 
 impl Default for WaitingRules {
@@ -64,6 +70,7 @@ impl Default for WaitingRules {
                 "libucp.so*:ucp_worker_progress*",
                 "libuct*.so*:uct_*progress*",
             ]),
+            spin_loops: true,
         }
     }
 }
@@ -73,6 +80,7 @@ impl Default for WaitingRules {
 pub struct CompiledRules {
     libraries: Vec<Pattern>,
     symbols: Vec<(Pattern, Pattern)>,
+    spin_loops: bool,
 }
 
 impl WaitingRules {
@@ -99,7 +107,11 @@ impl WaitingRules {
                 Ok((glob(library, "symbol library")?, glob(symbol, "symbol")?))
             })
             .collect::<Result<_, String>>()?;
-        Ok(CompiledRules { libraries, symbols })
+        Ok(CompiledRules {
+            libraries,
+            symbols,
+            spin_loops: self.spin_loops,
+        })
     }
 }
 
@@ -117,29 +129,61 @@ pub enum CodeKind {
 pub struct WaitingCode {
     /// Sorted, disjoint [start, end).
     waiting: Vec<(u64, u64)>,
-    /// Sorted [start, end) of every executable mapping.
-    executable: Vec<(u64, u64)>,
+    /// Every executable mapping, sorted by address.
+    executable: Vec<CodeMapping>,
     /// Files whose symbols could not be read (said once by the caller).
     pub unreadable: Vec<String>,
+    /// The instruction set whose spin loops are looked for, `None` when
+    /// not looked for (turned off, or an instruction set not known).
+    spin_isa: Option<Isa>,
+    /// Per sampled address outside the named waiting code: whether it lies
+    /// in a spin loop (at most [`MAX_SPIN_ADDRESSES`] remembered).
+    spin_addresses: HashMap<u64, bool>,
 }
+
+/// One executable mapping: `[start, end)` and, when it maps a file, the
+/// file's path and the file offset of `start`.
+#[derive(Clone, Debug)]
+struct CodeMapping {
+    start: u64,
+    end: u64,
+    file: Option<(String, u64)>,
+}
+
+/// Sampled addresses whose spin-loop verdict is remembered per process
+/// (a program's hot code is a few thousand addresses; past this, the code
+/// is read again for each new one).
+const MAX_SPIN_ADDRESSES: usize = 1 << 16;
 
 /// Reads the file behind one mapping: `(path, start, end)` to bytes.
 pub type ReadFile<'a> = dyn FnMut(&str, u64, u64) -> Option<Vec<u8>> + 'a;
+
+/// Reads code bytes: `(address, length, the mapping's file and the file
+/// offset of address)` to bytes, `None` when they cannot be read.
+pub type ReadCode<'a> = dyn FnMut(u64, usize, Option<(&str, u64)>) -> Option<Vec<u8>> + 'a;
 
 impl WaitingCode {
     /// Builds the ranges from `/proc/PID/maps` text; `read` gives the bytes of
     /// a mapped file (for symbol rules), `None` when it cannot be read.
     pub fn build(maps_text: &[u8], rules: &CompiledRules, read: &mut ReadFile<'_>) -> Result<Self, String> {
         let maps = MemoryMaps::from_buf_read(maps_text).map_err(|e| format!("unreadable maps: {e}"))?;
-        let mut code = WaitingCode::default();
+        let mut code = WaitingCode {
+            spin_isa: Isa::native().filter(|_| rules.spin_loops),
+            ..WaitingCode::default()
+        };
         let mut symbols_of: HashMap<String, Option<FunctionRanges>> = HashMap::new();
         for map in maps.0.iter().filter(|m| m.perms.contains(MMPermissions::EXECUTE)) {
             let (start, end) = map.address;
-            code.executable.push((start, end));
             let MMapPath::Path(path) = &map.pathname else {
+                code.executable.push(CodeMapping { start, end, file: None });
                 continue;
             };
             let path_text = path.to_string_lossy();
+            code.executable.push(CodeMapping {
+                start,
+                end,
+                file: Some((path_text.to_string(), map.offset)),
+            });
             let file_name = file_name_of(&path_text);
             if rules.libraries.iter().any(|p| p.matches(file_name)) {
                 code.waiting.push((start, end));
@@ -179,19 +223,66 @@ impl WaitingCode {
             }
         }
         code.waiting = merge(code.waiting);
-        code.executable.sort_unstable();
+        code.executable.sort_unstable_by_key(|m| m.start);
         Ok(code)
     }
 
-    /// What kind of code `ip` is in.
+    /// What kind of code `ip` is in, by the named waiting code alone.
     pub fn classify(&self, ip: u64) -> CodeKind {
         if contains(&self.waiting, ip) {
             CodeKind::Waiting
-        } else if contains(&self.executable, ip) {
+        } else if self.mapping_of(ip).is_some() {
             CodeKind::Work
         } else {
             CodeKind::Unmapped
         }
+    }
+
+    /// What kind of code the sample at `ip` is in: as [`Self::classify`],
+    /// and work that lies in a spin loop is waiting. The first sample at an
+    /// address reads the code around it with `read` (see `spin.rs`).
+    pub fn classify_sample(&mut self, ip: u64, read: &mut ReadCode<'_>) -> CodeKind {
+        let kind = self.classify(ip);
+        let Some(isa) = self.spin_isa.filter(|_| kind == CodeKind::Work) else {
+            return kind;
+        };
+        let spins = match self.spin_addresses.get(&ip) {
+            Some(&spins) => spins,
+            None => {
+                let spins = self
+                    .read_around(ip, read)
+                    .is_some_and(|(base, bytes)| in_spin_loop(isa, &bytes, base, ip));
+                if self.spin_addresses.len() < MAX_SPIN_ADDRESSES {
+                    self.spin_addresses.insert(ip, spins);
+                }
+                spins
+            }
+        };
+        if spins { CodeKind::Waiting } else { CodeKind::Work }
+    }
+
+    /// The code bytes within [`REACH`] of `ip` inside its mapping, with the
+    /// address of the first.
+    fn read_around(&self, ip: u64, read: &mut ReadCode<'_>) -> Option<(u64, Vec<u8>)> {
+        let mapping = self.mapping_of(ip)?;
+        let base = ip.saturating_sub(REACH).max(mapping.start);
+        let end = ip.saturating_add(REACH).min(mapping.end);
+        let file = mapping
+            .file
+            .as_ref()
+            .map(|(path, offset)| (path.as_str(), offset + (base - mapping.start)));
+        let bytes = read(base, (end - base) as usize, file)?;
+        Some((base, bytes))
+    }
+
+    fn mapping_of(&self, ip: u64) -> Option<&CodeMapping> {
+        let at = self.executable.partition_point(|m| m.start <= ip);
+        self.executable[..at].last().filter(|m| ip < m.end)
+    }
+
+    /// Sampled addresses found in spin loops so far (for tests and notes).
+    pub fn spin_addresses_found(&self) -> usize {
+        self.spin_addresses.values().filter(|&&spins| spins).count()
     }
 
     /// Bytes of waiting code found (for `pinlearn topo` and tests).
@@ -347,6 +438,7 @@ mod tests {
         let rules = WaitingRules {
             libraries: vec![],
             symbols: vec!["libfake.so*:*merge*".into()],
+            spin_loops: false,
         }
         .compile()
         .unwrap();
@@ -366,16 +458,58 @@ mod tests {
     }
 
     #[test]
+    fn a_spin_loop_in_the_programs_code_is_read_once_and_counted_waiting() {
+        if Isa::native() != Some(Isa::X86_64) {
+            return;
+        }
+        // The program's text maps file offset 0x1000 at 0x55d0c0a01000; a
+        // pause loop at file offset 0x1400 (mov eax,[rdi]; test; jne +6;
+        // pause; jmp back), the rest of the page nops.
+        let mut file = vec![0x90u8; 0x2000];
+        file[0x1400..0x140c].copy_from_slice(&[0x8B, 0x07, 0x85, 0xC0, 0x75, 0x06, 0xF3, 0x90, 0xEB, 0xF6, 0x90, 0x90]);
+        let rules = WaitingRules::default().compile().unwrap();
+        let mut code = WaitingCode::build(MAPS.as_bytes(), &rules, &mut no_files).unwrap();
+        let reads = std::cell::RefCell::new(Vec::new());
+        let mut read = |address: u64, len: usize, mapped: Option<(&str, u64)>| {
+            let (path, offset) = mapped.expect("the program's text is a file");
+            assert_eq!(path, "/tmp/omp/stencil");
+            assert_eq!(offset, address - 0x55d0c0a01000 + 0x1000, "file offset of the address");
+            reads.borrow_mut().push(address);
+            Some(file[offset as usize..offset as usize + len].to_vec())
+        };
+        let in_loop = 0x55d0c0a01404;
+        assert_eq!(code.classify_sample(in_loop, &mut read), CodeKind::Waiting);
+        assert_eq!(code.classify_sample(in_loop, &mut read), CodeKind::Waiting);
+        assert_eq!(code.classify_sample(0x55d0c0a01800, &mut read), CodeKind::Work, "nops");
+        assert_eq!(
+            code.classify_sample(0x7f0000010000, &mut read),
+            CodeKind::Waiting,
+            "libgomp"
+        );
+        assert_eq!(code.classify(in_loop), CodeKind::Work, "named waiting code alone");
+        assert_eq!(
+            *reads.borrow(),
+            [in_loop - REACH, 0x55d0c0a01800 - REACH],
+            "each address read once, libgomp never"
+        );
+        // The window stops at the mapping's first byte.
+        let first = 0x55d0c0a01010;
+        code.classify_sample(first, &mut read);
+        assert_eq!(reads.borrow().last(), Some(&0x55d0c0a01000));
+        assert_eq!(code.spin_addresses_found(), 1);
+    }
+
+    #[test]
     fn bad_rules_say_which() {
         let bad = WaitingRules {
             libraries: vec!["lib[gomp".into()],
-            symbols: vec![],
+            ..WaitingRules::default()
         };
         let error = bad.compile().unwrap_err();
         assert!(error.contains("\"lib[gomp\""), "{error}");
         let bad = WaitingRules {
-            libraries: vec![],
             symbols: vec!["sched_yield".into()],
+            ..WaitingRules::default()
         };
         assert!(bad.compile().unwrap_err().contains("LIBRARY:SYMBOL"));
     }
