@@ -80,37 +80,47 @@ pub fn in_spin_loop(isa: Isa, code: &[u8], base: u64, ip: u64) -> bool {
     }
 }
 
-fn x86_spin_loop(code: &[u8], base: u64, ip: u64) -> bool {
-    let hints = code.windows(2).enumerate().filter(|(_, pair)| **pair == [0xF3, 0x90]);
-    for (at, _) in hints {
-        let hint = base + at as u64;
-        let mut decoder = Decoder::with_ip(64, &code[at..], hint, DecoderOptions::NONE);
-        for _ in 0..MAX_AHEAD {
-            if !decoder.can_decode() {
-                break;
-            }
-            let instruction = decoder.decode();
-            if instruction.is_invalid() || matches!(instruction.mnemonic(), Mnemonic::Ret | Mnemonic::Call) {
-                break;
-            }
-            let conditional = instruction.is_jcc_short_or_near();
-            if !conditional && !instruction.is_jmp_short_or_near() {
-                continue;
-            }
-            let target = instruction.near_branch_target();
-            let end = instruction.next_ip();
-            if target <= hint {
-                if end - target <= MAX_LOOP && (target..end).contains(&ip) {
-                    return true;
-                }
-                break;
-            }
-            if !conditional {
-                break;
-            }
+/// A direct branch met while reading forward from a spin-wait hint:
+/// `[target, end)` is the loop it would close.
+struct Branch {
+    target: u64,
+    end: u64,
+    conditional: bool,
+}
+
+/// Whether the branches after the hint at `hint`, in order, close a loop of
+/// at most [`MAX_LOOP`] bytes around `ip`: the first backward branch
+/// decides; an unconditional forward jump ends the loop body first.
+fn closes_loop_around(hint: u64, ip: u64, branches: impl Iterator<Item = Branch>) -> bool {
+    for branch in branches {
+        if branch.target <= hint {
+            return branch.end - branch.target <= MAX_LOOP && (branch.target..branch.end).contains(&ip);
+        }
+        if !branch.conditional {
+            return false;
         }
     }
     false
+}
+
+fn x86_spin_loop(code: &[u8], base: u64, ip: u64) -> bool {
+    let hints = code.windows(2).enumerate().filter(|(_, pair)| **pair == [0xF3, 0x90]);
+    hints.map(|(at, _)| at).any(|at| {
+        let hint = base + at as u64;
+        let mut decoder = Decoder::with_ip(64, &code[at..], hint, DecoderOptions::NONE);
+        let instructions = std::iter::from_fn(|| decoder.can_decode().then(|| decoder.decode()))
+            .take(MAX_AHEAD)
+            .take_while(|i| !i.is_invalid() && !matches!(i.mnemonic(), Mnemonic::Ret | Mnemonic::Call));
+        let branches = instructions.filter_map(|i| {
+            let conditional = i.is_jcc_short_or_near();
+            (conditional || i.is_jmp_short_or_near()).then(|| Branch {
+                target: i.near_branch_target(),
+                end: i.next_ip(),
+                conditional,
+            })
+        });
+        closes_loop_around(hint, ip, branches)
+    })
 }
 
 /// AArch64 hint words: YIELD, WFE, ISB SY.
@@ -131,28 +141,16 @@ fn arm_spin_loop(code: &[u8], base: u64, ip: u64) -> bool {
             )
         })
         .collect();
-    for (i, &(hint, word)) in words.iter().enumerate() {
-        if !ARM_HINTS.contains(&word) {
-            continue;
-        }
-        for &(at, word) in words.iter().skip(i + 1).take(MAX_AHEAD) {
-            let Some((offset, conditional)) = arm_branch(word) else {
-                continue;
-            };
-            let target = at.wrapping_add_signed(offset);
-            let end = at + 4;
-            if target <= hint {
-                if end - target <= MAX_LOOP && (target..end).contains(&ip) {
-                    return true;
-                }
-                break;
-            }
-            if !conditional {
-                break;
-            }
-        }
-    }
-    false
+    words.iter().enumerate().any(|(i, &(hint, word))| {
+        let branches = words.iter().skip(i + 1).take(MAX_AHEAD).filter_map(|&(at, word)| {
+            arm_branch(word).map(|(offset, conditional)| Branch {
+                target: at.wrapping_add_signed(offset),
+                end: at + 4,
+                conditional,
+            })
+        });
+        ARM_HINTS.contains(&word) && closes_loop_around(hint, ip, branches)
+    })
 }
 
 /// The byte offset of a direct branch and whether it is conditional: B,
