@@ -25,7 +25,7 @@ fn classify(name: &str) -> (usize, usize, usize) {
     let maps = std::fs::read(fixture(&format!("{name}.maps"))).unwrap();
     let ips = std::fs::read_to_string(fixture(&format!("{name}.ips"))).unwrap();
     let rules = WaitingRules::default().compile().unwrap();
-    let code = WaitingCode::build(&maps, &rules, &mut |_, _, _| None).unwrap();
+    let code = WaitingCode::build(&maps, &rules, &mut |_| None).unwrap();
     let mut counts = (0, 0, 0);
     for line in ips.lines() {
         let ip = u64::from_str_radix(line.trim(), 16).unwrap();
@@ -81,13 +81,13 @@ fn waiting_share_of(rules: &WaitingRules, body: fn(&AtomicBool) -> u64) -> (f64,
     std::thread::sleep(std::time::Duration::from_millis(600));
     // Maps read after the thread started: its stack and code are mapped.
     let maps = std::fs::read("/proc/self/maps").unwrap();
-    let mut code = WaitingCode::build(&maps, &rules.compile().unwrap(), &mut |_, _, _| None).unwrap();
+    let mut code = WaitingCode::build(&maps, &rules.compile().unwrap(), &mut |_| None).unwrap();
     let mut scratch = Vec::new();
     samples.take(&mut code, std::process::id(), &mut scratch);
     stop.store(true, Ordering::Relaxed);
     std::hint::black_box(worker.join().unwrap());
     let work = samples.work_share().expect("the thread ran and was sampled");
-    (1.0 - work, code.spin_addresses_found())
+    (1.0 - work, code.spin_loops_found())
 }
 
 /// Waits on a flag as a hand-written barrier does: no library, no named
@@ -126,7 +126,7 @@ fn a_spin_loop_in_the_programs_own_code_is_waiting() {
         spinning > 0.9,
         "a thread spinning on a flag: waiting share {spinning:.2}"
     );
-    assert!(found >= 1, "its loop's addresses were found");
+    assert!(found >= 1, "its loop was found");
     let (computing, found) = waiting_share_of(&rules, compute_until);
     assert!(computing < 0.1, "a computing thread: waiting share {computing:.2}");
     assert_eq!(found, 0);

@@ -34,7 +34,7 @@
 //! the file on every read: with 64 threads at 50 ms that difference is most of
 //! the manager's own CPU time.
 
-use super::waiting::{CodeKind, CompiledRules, WaitingCode, read_mapped_file};
+use super::waiting::{CodeKind, CompiledRules, MappedFile, WaitingCode, open_mapped_file, read_mapped_file};
 use crate::config::Metric;
 use perf_event::Sampler;
 use pinlearn_heartbeat::HeartbeatReader;
@@ -232,7 +232,7 @@ impl CpuSamples {
         self.drain(scratch);
         let (mut work, mut waiting) = (0u64, 0u64);
         self.unmapped = 0;
-        let mut read = |address, len, file: Option<(&str, u64)>| read_code(pid, address, len, file);
+        let mut read = |address, len, file: Option<MappedFile<'_>>| read_code(pid, address, len, file);
         for &ip in scratch.iter() {
             match code.classify_sample(ip, &mut read) {
                 CodeKind::Waiting => waiting += 1,
@@ -263,17 +263,15 @@ impl CpuSamples {
 /// memory (as the kernel shows it, so code patched or generated at run time
 /// too), else from the file mapped there (when pinlearn may not read the
 /// process's memory but may read its files).
-fn read_code(pid: u32, address: u64, len: usize, file: Option<(&str, u64)>) -> Option<Vec<u8>> {
+fn read_code(pid: u32, address: u64, len: usize, file: Option<MappedFile<'_>>) -> Option<Vec<u8>> {
     let mut bytes = vec![0u8; len];
     let from_memory = File::open(format!("/proc/{pid}/mem")).and_then(|mem| mem.read_exact_at(&mut bytes, address));
     if from_memory.is_ok() {
         return Some(bytes);
     }
-    let (path, offset) = file?;
-    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
-    File::open(format!("/proc/{pid}/root{path}"))
-        .and_then(|mapped| mapped.read_exact_at(&mut bytes, offset))
-        .ok()?;
+    let file = file?;
+    let (mapped, _) = open_mapped_file(pid, file)?;
+    mapped.read_exact_at(&mut bytes, file.offset_of(address)).ok()?;
     Some(bytes)
 }
 
@@ -349,11 +347,7 @@ impl WaitingMaps {
     fn read(&mut self, pid: u32) -> Option<WaitingCode> {
         let built = std::fs::read(format!("/proc/{pid}/maps"))
             .map_err(|e| e.to_string())
-            .and_then(|text| {
-                WaitingCode::build(&text, &self.rules, &mut |path, start, end| {
-                    read_mapped_file(pid, path, start, end)
-                })
-            });
+            .and_then(|text| WaitingCode::build(&text, &self.rules, &mut |file| read_mapped_file(pid, file)));
         // A process that ended while it was read (its files went with it)
         // has nothing to say: its threads are gone by the next period.
         let alive = || super::tasks::process_alive(pid);

@@ -68,11 +68,12 @@ impl Isa {
     }
 }
 
-/// Whether `ip` lies in a spin loop, given `code`, the bytes at addresses
-/// `[base, base + code.len())` (at best [`REACH`] on each side of `ip`).
-pub fn in_spin_loop(isa: Isa, code: &[u8], base: u64, ip: u64) -> bool {
+/// The spin loop `[start, end)` that `ip` lies in, given `code`, the bytes
+/// at addresses `[base, base + code.len())` (at best [`REACH`] on each side
+/// of `ip`); `None` when `ip` is in no spin loop.
+pub fn spin_loop_around(isa: Isa, code: &[u8], base: u64, ip: u64) -> Option<(u64, u64)> {
     if ip < base || ip - base >= code.len() as u64 {
-        return false;
+        return None;
     }
     match isa {
         Isa::X86_64 => x86_spin_loop(code, base, ip),
@@ -88,24 +89,25 @@ struct Branch {
     conditional: bool,
 }
 
-/// Whether the branches after the hint at `hint`, in order, close a loop of
-/// at most [`MAX_LOOP`] bytes around `ip`: the first backward branch
+/// The loop of at most [`MAX_LOOP`] bytes around `ip` that the branches
+/// after the hint at `hint`, in order, close: the first backward branch
 /// decides; an unconditional forward jump ends the loop body first.
-fn closes_loop_around(hint: u64, ip: u64, branches: impl Iterator<Item = Branch>) -> bool {
+fn loop_closed_around(hint: u64, ip: u64, branches: impl Iterator<Item = Branch>) -> Option<(u64, u64)> {
     for branch in branches {
         if branch.target <= hint {
-            return branch.end - branch.target <= MAX_LOOP && (branch.target..branch.end).contains(&ip);
+            let closes = branch.end - branch.target <= MAX_LOOP && (branch.target..branch.end).contains(&ip);
+            return closes.then_some((branch.target, branch.end));
         }
         if !branch.conditional {
-            return false;
+            return None;
         }
     }
-    false
+    None
 }
 
-fn x86_spin_loop(code: &[u8], base: u64, ip: u64) -> bool {
+fn x86_spin_loop(code: &[u8], base: u64, ip: u64) -> Option<(u64, u64)> {
     let hints = code.windows(2).enumerate().filter(|(_, pair)| **pair == [0xF3, 0x90]);
-    hints.map(|(at, _)| at).any(|at| {
+    hints.map(|(at, _)| at).find_map(|at| {
         let hint = base + at as u64;
         let mut decoder = Decoder::with_ip(64, &code[at..], hint, DecoderOptions::NONE);
         let instructions = std::iter::from_fn(|| decoder.can_decode().then(|| decoder.decode()))
@@ -119,14 +121,14 @@ fn x86_spin_loop(code: &[u8], base: u64, ip: u64) -> bool {
                 conditional,
             })
         });
-        closes_loop_around(hint, ip, branches)
+        loop_closed_around(hint, ip, branches)
     })
 }
 
 /// AArch64 hint words: YIELD, WFE, ISB SY.
 const ARM_HINTS: [u32; 3] = [0xD503_203F, 0xD503_205F, 0xD503_3FDF];
 
-fn arm_spin_loop(code: &[u8], base: u64, ip: u64) -> bool {
+fn arm_spin_loop(code: &[u8], base: u64, ip: u64) -> Option<(u64, u64)> {
     // Instructions are 4-byte aligned: skip to the first aligned word.
     let skip = ((4 - base % 4) % 4) as usize;
     let words: Vec<(u64, u32)> = code
@@ -141,7 +143,7 @@ fn arm_spin_loop(code: &[u8], base: u64, ip: u64) -> bool {
             )
         })
         .collect();
-    words.iter().enumerate().any(|(i, &(hint, word))| {
+    words.iter().enumerate().find_map(|(i, &(hint, word))| {
         let branches = words.iter().skip(i + 1).take(MAX_AHEAD).filter_map(|&(at, word)| {
             arm_branch(word).map(|(offset, conditional)| Branch {
                 target: at.wrapping_add_signed(offset),
@@ -149,7 +151,10 @@ fn arm_spin_loop(code: &[u8], base: u64, ip: u64) -> bool {
                 conditional,
             })
         });
-        ARM_HINTS.contains(&word) && closes_loop_around(hint, ip, branches)
+        ARM_HINTS
+            .contains(&word)
+            .then(|| loop_closed_around(hint, ip, branches))
+            .flatten()
     })
 }
 
@@ -174,6 +179,10 @@ mod tests {
 
     const BASE: u64 = 0x40_1000;
 
+    fn in_spin_loop(isa: Isa, code: &[u8], base: u64, ip: u64) -> bool {
+        spin_loop_around(isa, code, base, ip).is_some()
+    }
+
     /// `std::hint::spin_loop` as rustc emits it in a wait on a flag:
     ///   0: mov eax, [rdi]      8B 07
     ///   2: test eax, eax       85 C0
@@ -194,6 +203,11 @@ mod tests {
                 "offset {offset} is inside the loop"
             );
         }
+        assert_eq!(
+            spin_loop_around(Isa::X86_64, &X86_SPIN, BASE, BASE + 3),
+            Some((BASE, BASE + 10)),
+            "the loop runs from the load to the end of the jump back"
+        );
         assert!(
             !in_spin_loop(Isa::X86_64, &X86_SPIN, BASE, BASE + 12),
             "ret is after it"

@@ -14,20 +14,21 @@
 //!   WaitingCode: sorted, merged address ranges + the executable mappings
 //!       classify(ip) = Waiting | Work | Unmapped (code mapped after the build)
 //!       classify_sample(ip, read): as classify, and Work that lies in a spin
-//!           loop (spin.rs: read the code around ip once, remember) is Waiting
+//!           loop is Waiting (spin.rs: the code around ip is read once; a
+//!           loop found is remembered whole, an address in none by itself)
 //! ```
 //!
 //! The rules are [`WaitingRules`] (settings `[sampling]`, defaults in
 //! [`WaitingRules::default`]); building is pure given the maps text and a
 //! way to read files, so it is tested on recorded maps.
 
-use super::spin::{Isa, REACH, in_spin_loop};
+use super::spin::{Isa, REACH, spin_loop_around};
 use glob::Pattern;
 use object::{Object, ObjectSegment, ObjectSymbol};
 use procfs::FromBufRead;
 use procfs::process::{MMPermissions, MMapPath, MemoryMaps};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 /// Which code counts as waiting: whole libraries by file name, and single
@@ -136,9 +137,11 @@ pub struct WaitingCode {
     /// The instruction set whose spin loops are looked for, `None` when
     /// not looked for (turned off, or an instruction set not known).
     spin_isa: Option<Isa>,
-    /// Per sampled address outside the named waiting code: whether it lies
-    /// in a spin loop (at most [`MAX_SPIN_ADDRESSES`] remembered).
-    spin_addresses: HashMap<u64, bool>,
+    /// Spin loops found so far, sorted, disjoint [start, end).
+    spin_loops: Vec<(u64, u64)>,
+    /// Sampled addresses outside the named waiting code found in no spin
+    /// loop (at most [`MAX_WORK_ADDRESSES`] remembered).
+    work_addresses: HashSet<u64>,
 }
 
 /// One executable mapping: `[start, end)` and, when it maps a file, the
@@ -150,17 +153,38 @@ struct CodeMapping {
     file: Option<(String, u64)>,
 }
 
-/// Sampled addresses whose spin-loop verdict is remembered per process
-/// (a program's hot code is a few thousand addresses; past this, the code
-/// is read again for each new one).
-const MAX_SPIN_ADDRESSES: usize = 1 << 16;
+/// Sampled addresses remembered per process as lying in no spin loop (a
+/// program's hot code is a few thousand addresses; past this, the code is
+/// read again for each new one).
+const MAX_WORK_ADDRESSES: usize = 1 << 16;
 
-/// Reads the file behind one mapping: `(path, start, end)` to bytes.
-pub type ReadFile<'a> = dyn FnMut(&str, u64, u64) -> Option<Vec<u8>> + 'a;
+/// Spin loops remembered per process (a program has a few; past this, the
+/// code around each new address is read again).
+const MAX_SPIN_LOOPS: usize = 1 << 12;
 
-/// Reads code bytes: `(address, length, the mapping's file and the file
-/// offset of address)` to bytes, `None` when they cannot be read.
-pub type ReadCode<'a> = dyn FnMut(u64, usize, Option<(&str, u64)>) -> Option<Vec<u8>> + 'a;
+/// The file behind an executable mapping, as `/proc/PID/maps` shows it:
+/// its path and the mapping's `[start, end)` and file offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MappedFile<'a> {
+    pub path: &'a str,
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+}
+
+impl MappedFile<'_> {
+    /// The file offset of the byte mapped at `address`.
+    pub fn offset_of(&self, address: u64) -> u64 {
+        self.offset + (address - self.start)
+    }
+}
+
+/// Reads the whole file behind one mapping.
+pub type ReadFile<'a> = dyn FnMut(MappedFile<'_>) -> Option<Vec<u8>> + 'a;
+
+/// Reads code bytes: `(address, length, the file mapped there)` to bytes,
+/// `None` when they cannot be read.
+pub type ReadCode<'a> = dyn FnMut(u64, usize, Option<MappedFile<'_>>) -> Option<Vec<u8>> + 'a;
 
 impl WaitingCode {
     /// Builds the ranges from `/proc/PID/maps` text; `read` gives the bytes of
@@ -204,7 +228,15 @@ impl WaitingCode {
                     "{path_text}\0{}",
                     wanted.iter().map(|p| p.as_str()).collect::<Vec<_>>().join("\0")
                 ))
-                .or_insert_with(|| read(&path_text, start, end).and_then(|bytes| symbol_file_ranges(&bytes, &wanted)));
+                .or_insert_with(|| {
+                    let file = MappedFile {
+                        path: &path_text,
+                        start,
+                        end,
+                        offset: map.offset,
+                    };
+                    read(file).and_then(|bytes| symbol_file_ranges(&bytes, &wanted))
+                });
             match found {
                 None => {
                     if !code.unreadable.contains(&path_text.to_string()) {
@@ -240,25 +272,38 @@ impl WaitingCode {
 
     /// What kind of code the sample at `ip` is in: as [`Self::classify`],
     /// and work that lies in a spin loop is waiting. The first sample at an
-    /// address reads the code around it with `read` (see `spin.rs`).
+    /// address in no known loop reads the code around it with `read` (see
+    /// `spin.rs`); a loop found answers for all its addresses after that.
     pub fn classify_sample(&mut self, ip: u64, read: &mut ReadCode<'_>) -> CodeKind {
         let kind = self.classify(ip);
         let Some(isa) = self.spin_isa.filter(|_| kind == CodeKind::Work) else {
             return kind;
         };
-        let spins = match self.spin_addresses.get(&ip) {
-            Some(&spins) => spins,
-            None => {
-                let spins = self
-                    .read_around(ip, read)
-                    .is_some_and(|(base, bytes)| in_spin_loop(isa, &bytes, base, ip));
-                if self.spin_addresses.len() < MAX_SPIN_ADDRESSES {
-                    self.spin_addresses.insert(ip, spins);
+        if contains(&self.spin_loops, ip) {
+            return CodeKind::Waiting;
+        }
+        if self.work_addresses.contains(&ip) {
+            return CodeKind::Work;
+        }
+        let found = self
+            .read_around(ip, read)
+            .and_then(|(base, bytes)| spin_loop_around(isa, &bytes, base, ip));
+        match found {
+            Some(spin_loop) => {
+                if self.spin_loops.len() < MAX_SPIN_LOOPS {
+                    let at = self.spin_loops.partition_point(|&(start, _)| start < spin_loop.0);
+                    self.spin_loops.insert(at, spin_loop);
+                    self.spin_loops = merge(std::mem::take(&mut self.spin_loops));
                 }
-                spins
+                CodeKind::Waiting
             }
-        };
-        if spins { CodeKind::Waiting } else { CodeKind::Work }
+            None => {
+                if self.work_addresses.len() < MAX_WORK_ADDRESSES {
+                    self.work_addresses.insert(ip);
+                }
+                CodeKind::Work
+            }
+        }
     }
 
     /// The code bytes within [`REACH`] of `ip` inside its mapping, with the
@@ -267,10 +312,12 @@ impl WaitingCode {
         let mapping = self.mapping_of(ip)?;
         let base = ip.saturating_sub(REACH).max(mapping.start);
         let end = ip.saturating_add(REACH).min(mapping.end);
-        let file = mapping
-            .file
-            .as_ref()
-            .map(|(path, offset)| (path.as_str(), offset + (base - mapping.start)));
+        let file = mapping.file.as_ref().map(|(path, offset)| MappedFile {
+            path,
+            start: mapping.start,
+            end: mapping.end,
+            offset: *offset,
+        });
         let bytes = read(base, (end - base) as usize, file)?;
         Some((base, bytes))
     }
@@ -280,9 +327,9 @@ impl WaitingCode {
         self.executable[..at].last().filter(|m| ip < m.end)
     }
 
-    /// Sampled addresses found in spin loops so far (for tests and notes).
-    pub fn spin_addresses_found(&self) -> usize {
-        self.spin_addresses.values().filter(|&&spins| spins).count()
+    /// Spin loops found so far (for tests and notes).
+    pub fn spin_loops_found(&self) -> usize {
+        self.spin_loops.len()
     }
 
     /// Bytes of waiting code found (for `pinlearn topo` and tests).
@@ -351,25 +398,30 @@ fn contains(ranges: &[(u64, u64)], ip: u64) -> bool {
     at > 0 && ip < ranges[at - 1].1
 }
 
-/// Reads a file mapped by process `pid`: through `/proc/PID/map_files`
-/// (works for deleted files, needs privilege), else through the process's
-/// root. Files over 256 MiB are not read.
-pub fn read_mapped_file(pid: u32, path: &str, start: u64, end: u64) -> Option<Vec<u8>> {
-    const MAX_BYTES: u64 = 256 << 20;
+/// Opens the regular file that process `pid` maps at `[start, end)`:
+/// through `/proc/PID/map_files` (works for deleted files, needs
+/// privilege), else by its path under the process's root.
+pub fn open_mapped_file(pid: u32, file: MappedFile<'_>) -> Option<(std::fs::File, std::fs::Metadata)> {
+    let path = file.path.strip_suffix(" (deleted)").unwrap_or(file.path);
     let candidates = [
-        format!("/proc/{pid}/map_files/{start:x}-{end:x}"),
+        format!("/proc/{pid}/map_files/{:x}-{:x}", file.start, file.end),
         format!("/proc/{pid}/root{path}"),
     ];
     candidates.iter().find_map(|candidate| {
-        let file = std::fs::File::open(candidate).ok()?;
-        let meta = file.metadata().ok()?;
-        if !meta.is_file() || meta.len() > MAX_BYTES {
-            return None;
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_BYTES), &mut bytes).ok()?;
-        Some(bytes)
+        let opened = std::fs::File::open(candidate).ok()?;
+        let meta = opened.metadata().ok()?;
+        meta.is_file().then_some((opened, meta))
     })
+}
+
+/// Reads the whole file process `pid` maps at `[start, end)` (see
+/// [`open_mapped_file`]). Files over 256 MiB are not read.
+pub fn read_mapped_file(pid: u32, file: MappedFile<'_>) -> Option<Vec<u8>> {
+    const MAX_BYTES: u64 = 256 << 20;
+    let (opened, meta) = open_mapped_file(pid, file).filter(|(_, meta)| meta.len() <= MAX_BYTES)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(opened, MAX_BYTES), &mut bytes).ok()?;
+    Some(bytes)
 }
 
 #[cfg(test)]
@@ -386,7 +438,7 @@ mod tests {
 7ffc00000000-7ffc00002000 r-xp 00000000 00:00 0 [vdso]
 ";
 
-    fn no_files(_: &str, _: u64, _: u64) -> Option<Vec<u8>> {
+    fn no_files(_: MappedFile<'_>) -> Option<Vec<u8>> {
         None
     }
 
@@ -443,9 +495,9 @@ mod tests {
         .compile()
         .unwrap();
         let mut reads = 0;
-        let mut read = |path: &str, _: u64, _: u64| {
+        let mut read = |file: MappedFile<'_>| {
             reads += 1;
-            assert_eq!(path, "/opt/app/libfake.so.1");
+            assert_eq!(file.path, "/opt/app/libfake.so.1");
             Some(bytes.clone())
         };
         let code = WaitingCode::build(maps.as_bytes(), &rules, &mut read).unwrap();
@@ -470,9 +522,11 @@ mod tests {
         let rules = WaitingRules::default().compile().unwrap();
         let mut code = WaitingCode::build(MAPS.as_bytes(), &rules, &mut no_files).unwrap();
         let reads = std::cell::RefCell::new(Vec::new());
-        let mut read = |address: u64, len: usize, mapped: Option<(&str, u64)>| {
-            let (path, offset) = mapped.expect("the program's text is a file");
-            assert_eq!(path, "/tmp/omp/stencil");
+        let mut read = |address: u64, len: usize, mapped: Option<MappedFile<'_>>| {
+            let mapped = mapped.expect("the program's text is a file");
+            assert_eq!(mapped.path, "/tmp/omp/stencil");
+            assert_eq!((mapped.start, mapped.end), (0x55d0c0a01000, 0x55d0c0a02000));
+            let offset = mapped.offset_of(address);
             assert_eq!(offset, address - 0x55d0c0a01000 + 0x1000, "file offset of the address");
             reads.borrow_mut().push(address);
             Some(file[offset as usize..offset as usize + len].to_vec())
@@ -480,7 +534,10 @@ mod tests {
         let in_loop = 0x55d0c0a01404;
         assert_eq!(code.classify_sample(in_loop, &mut read), CodeKind::Waiting);
         assert_eq!(code.classify_sample(in_loop, &mut read), CodeKind::Waiting);
+        // Another address of the same loop: known without reading.
+        assert_eq!(code.classify_sample(in_loop + 5, &mut read), CodeKind::Waiting);
         assert_eq!(code.classify_sample(0x55d0c0a01800, &mut read), CodeKind::Work, "nops");
+        assert_eq!(code.classify_sample(0x55d0c0a01800, &mut read), CodeKind::Work);
         assert_eq!(
             code.classify_sample(0x7f0000010000, &mut read),
             CodeKind::Waiting,
@@ -490,13 +547,13 @@ mod tests {
         assert_eq!(
             *reads.borrow(),
             [in_loop - REACH, 0x55d0c0a01800 - REACH],
-            "each address read once, libgomp never"
+            "the loop read once, the work address once, libgomp never"
         );
         // The window stops at the mapping's first byte.
         let first = 0x55d0c0a01010;
         code.classify_sample(first, &mut read);
         assert_eq!(reads.borrow().last(), Some(&0x55d0c0a01000));
-        assert_eq!(code.spin_addresses_found(), 1);
+        assert_eq!(code.spin_loops_found(), 1);
     }
 
     #[test]
