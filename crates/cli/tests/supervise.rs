@@ -255,13 +255,17 @@ fn workloads_take_the_one_duration_syntax_and_a_failing_one_exits_1() {
 
     // A workload that cannot start its threads fails at run time: status 1,
     // not the status of bad input. A small address-space limit makes
-    // thread creation fail whoever runs the test (root included).
+    // thread creation fail whoever runs the test (root included). Stacks of
+    // 64 MiB make the stack the allocation that fails, with tens of MiB
+    // left for the error path: with the default 2 MiB, a small allocation
+    // met the limit first in about 1 run in 10 and the process aborted.
     let exe = env!("CARGO_BIN_EXE_pinlearn");
     let out = std::process::Command::new("sh")
         .args([
             "-c",
             &format!("ulimit -v 200000; exec {exe} work stream --size 0.001 --runs 2 --threads 256 --quiet"),
         ])
+        .env("RUST_MIN_STACK", (64u32 << 20).to_string())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
