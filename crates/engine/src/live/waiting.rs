@@ -291,8 +291,8 @@ impl WaitingCode {
         match found {
             Some(spin_loop) => {
                 if self.spin_loops.len() < MAX_SPIN_LOOPS {
-                    let at = self.spin_loops.partition_point(|&(start, _)| start < spin_loop.0);
-                    self.spin_loops.insert(at, spin_loop);
+                    // merge sorts: no need to insert in order first.
+                    self.spin_loops.push(spin_loop);
                     self.spin_loops = merge(std::mem::take(&mut self.spin_loops));
                 }
                 CodeKind::Waiting
