@@ -35,6 +35,7 @@ pub use workload::{BenchWorkload, Launch, PRESETS, Preset};
 use best_static::Candidates;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pinlearn_engine::PolicyChoice;
+use pinlearn_engine::preload::Preload;
 use pinlearn_experiment::{Level, LoadSchedule, RunRecord, Scenario, Scheduler, SchedulerKind, interleaved, summarise};
 use pinlearn_report::Output;
 use pinlearn_topology::{CpuSet, Topology};
@@ -74,6 +75,19 @@ pub struct BenchOptions {
     pub cpus: Option<CpuSet>,
     /// A `pinlearn run --config` file for every managed run.
     pub config: Option<PathBuf>,
+    /// A rules file (`pinlearn run --bubbles`) for the runs of `bubbles`
+    /// and `bubbles+learn`.
+    pub bubbles: Option<PathBuf>,
+    /// `pinlearn run --preload`: `heartbeats` for every managed run,
+    /// `threads` (the thread tree as bubbles) for `bubbles` and
+    /// `bubbles+learn`, the only policies that read it.
+    pub preload: Option<Preload>,
+    /// The machine as an hwloc synthetic description or lstopo XML file
+    /// (`pinlearn run --topology`): the scenarios' cores and nodes, and
+    /// every managed run's.
+    pub topology: Option<String>,
+    /// The real CPUs a synthetic `topology`'s PUs stand for.
+    pub topology_map: Option<CpuSet>,
     pub load_session: LoadSession,
     /// best-static tries at most this many distinct pinnings per scenario.
     pub best_static_max: usize,
@@ -100,6 +114,10 @@ impl Default for BenchOptions {
             repeat: 3,
             cpus: None,
             config: None,
+            bubbles: None,
+            preload: None,
+            topology: None,
+            topology_map: None,
             load_session: LoadSession::Own,
             best_static_max: 16,
             json: None,
@@ -330,8 +348,76 @@ impl Plan {
             )));
         }
 
-        let machine =
-            Topology::detect().map_err(|e| BenchError::Machine(format!("cannot read the machine topology: {e}")))?;
+        let machine = match &options.topology {
+            None => {
+                if options.topology_map.is_some() {
+                    return Err(BenchError::BadInput(
+                        "--topology-map says which real CPUs a --topology's PUs are: give the --topology too".into(),
+                    ));
+                }
+                Topology::detect().map_err(|e| BenchError::Machine(format!("cannot read the machine topology: {e}")))?
+            }
+            Some(spec) => {
+                if options.cpus.is_some() {
+                    return Err(BenchError::BadInput(
+                        "--cpus and --topology both choose the CPUs: with a --topology, its --topology-map says which"
+                            .into(),
+                    ));
+                }
+                let real = Topology::detect()
+                    .map_err(|e| BenchError::Machine(format!("cannot read the machine topology: {e}")))?;
+                let described = Topology::from_spec_onto(spec, options.topology_map.as_ref()).map_err(|e| match e {
+                    pinlearn_topology::TopologyError::NeedsMap { pus, .. } => BenchError::BadInput(format!(
+                        "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its \
+                             {pus} PUs are"
+                    )),
+                    e => BenchError::BadInput(format!("--topology: {e}")),
+                })?;
+                let outside = described.cpus().difference(&real.cpus());
+                if !outside.is_empty() {
+                    return Err(BenchError::BadInput(format!(
+                        "--topology {spec:?}: CPUs {outside} are not among the bench's own ({})",
+                        real.cpus()
+                    )));
+                }
+                described
+            }
+        };
+        let bubble_schedulers = schedulers.iter().any(|s| match s.kind {
+            SchedulerKind::Policy(policy) => policy.places_bubbles(),
+            SchedulerKind::BestStatic => false,
+        });
+        if let Some(path) = &options.bubbles {
+            if !bubble_schedulers {
+                return Err(BenchError::BadInput(
+                    "--bubbles is read by the bubbles and bubbles+learn schedulers: add one of them to --schedulers"
+                        .into(),
+                ));
+            }
+            let rules =
+                pinlearn_engine::bubbles::BubbleRules::read(path).map_err(|e| BenchError::BadInput(e.to_string()))?;
+            rules
+                .check_levels(&pinlearn_engine::Places::new(&machine).tree())
+                .map_err(|e| BenchError::BadInput(e.to_string()))?;
+        }
+        if options.preload.is_some_and(|p| p.threads) {
+            if !bubble_schedulers {
+                return Err(BenchError::BadInput(
+                    "--preload threads gives the bubbles and bubbles+learn schedulers the thread tree: add one of \
+                     them to --schedulers"
+                        .into(),
+                ));
+            }
+            if options.bubbles.is_some() {
+                return Err(BenchError::BadInput(
+                    "--preload threads and --bubbles both say what the bubbles are: give one of them".into(),
+                ));
+            }
+        }
+        if options.preload.is_some() {
+            // Every managed run loads it: missing, none of them could start.
+            pinlearn_engine::preload::library(exe).map_err(|e| BenchError::BadInput(e.to_string()))?;
+        }
         let restricted = match &options.cpus {
             Some(cpus) => {
                 let outside = cpus.difference(&machine.cpus());
@@ -359,10 +445,16 @@ impl Plan {
         let cores_per_node: Vec<usize> = topology.nodes().iter().map(|n| n.cores.len()).collect();
         let runner = Runner {
             exe: exe.to_path_buf(),
-            cpus: restricted,
+            cpus: restricted.or_else(|| options.topology.as_ref().map(|_| topology.cpus())),
             cores: cores.clone(),
             own_session: options.load_session == LoadSession::Own,
             config: options.config.clone(),
+            bubbles: options.bubbles.clone(),
+            preload: options.preload,
+            topology: options
+                .topology
+                .clone()
+                .map(|spec| (spec, options.topology_map.clone())),
         };
         let setup = Setup {
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),

@@ -8,6 +8,7 @@
 //!        │                         killed on the scenario's load schedule
 //!        ▼
 //!   managed:  pinlearn run --policy P [--objective O] [--metric M] --json SUMMARY [--cpus L] [--trace F]
+//!                 [--config F] [--topology S [--topology-map L]] [--bubbles F] [--preload PARTS]
 //!                 -- pinlearn work W ARGS --threads N --json - --quiet
 //!              (--command: -- CMD ARGS with THREADS_ENV=N; its stdout is dropped)
 //!   unmanaged: pinlearn work W ARGS --threads N --json - --quiet (within --cpus), or CMD ARGS
@@ -28,10 +29,12 @@ use crate::workload::{BenchWorkload, Launch};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pinlearn_engine::live::{AffinityMask, end_with_caller};
-use pinlearn_experiment::{LoadSchedule, Scheduler};
+use pinlearn_engine::preload::Preload;
+use pinlearn_experiment::{LoadSchedule, Scheduler, SchedulerKind};
 use pinlearn_topology::CpuSet;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::io::{Read, Seek};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -53,6 +56,13 @@ pub struct Runner {
     pub own_session: bool,
     /// `--config` handed to every `pinlearn run` (the learner's tunables).
     pub config: Option<PathBuf>,
+    /// `--bubbles` handed to the runs of the bubble policies.
+    pub bubbles: Option<PathBuf>,
+    /// `--preload`: heartbeats for every `pinlearn run`, threads for the
+    /// bubble policies' runs.
+    pub preload: Option<Preload>,
+    /// `--topology SPEC [--topology-map LIST]` handed to every `pinlearn run`.
+    pub topology: Option<(String, Option<CpuSet>)>,
 }
 
 /// How the workload's threads are placed.
@@ -113,6 +123,33 @@ impl Runner {
         Ok(measured)
     }
 
+    /// The options of a `pinlearn run` under `scheduler` that the bench's
+    /// own flags add: the topology for every run, the rules file and the
+    /// thread tree only where the policy places bubbles.
+    fn managed_options(&self, scheduler: &Scheduler) -> Vec<OsString> {
+        let bubbles = matches!(scheduler.kind, SchedulerKind::Policy(policy) if policy.places_bubbles());
+        let mut options: Vec<OsString> = Vec::new();
+        if let Some((spec, map)) = &self.topology {
+            options.extend(["--topology".into(), spec.into()]);
+            if let Some(map) = map {
+                options.extend(["--topology-map".into(), map.to_string().into()]);
+            }
+        }
+        if bubbles && let Some(rules) = &self.bubbles {
+            options.extend(["--bubbles".into(), rules.as_os_str().to_owned()]);
+        }
+        if let Some(preload) = self.preload {
+            let parts = Preload {
+                heartbeats: preload.heartbeats,
+                threads: preload.threads && bubbles,
+            };
+            if parts.heartbeats || parts.threads {
+                options.extend(["--preload".into(), parts.to_string().into()]);
+            }
+        }
+        options
+    }
+
     fn run_workload(&self, spec: &RunSpec<'_>) -> Result<Measured, String> {
         // The workload's command line: `pinlearn work ...` reporting JSON on
         // stdout, or the user's program told its threads in the environment.
@@ -157,6 +194,7 @@ impl Runner {
                 if let Some(config) = &self.config {
                     command.arg("--config").arg(config);
                 }
+                command.args(self.managed_options(scheduler));
                 command.arg("--").arg(program).args(&program_args);
             }
             Placement::Unmanaged(_) => {
@@ -539,6 +577,53 @@ mod tests {
         assert_eq!(measured.repins, Some(7));
         let err = read_summary(&json!({"policy": "os", "threads": []}), 1.0, 1.0).expect_err("incomplete");
         assert!(err.contains("manager_cpu_s"), "{err}");
+    }
+
+    #[test]
+    fn the_bench_s_topology_reaches_every_run_and_bubbles_only_the_bubble_policies() {
+        let runner = Runner {
+            exe: PathBuf::from("pinlearn"),
+            cpus: None,
+            cores: Vec::new(),
+            own_session: true,
+            config: None,
+            bubbles: Some(PathBuf::from("rules.toml")),
+            preload: Some("heartbeats,threads".parse().expect("valid")),
+            topology: Some(("node:2 core:1 pu:1".into(), Some("0-1".parse().expect("valid")))),
+        };
+        let options = |name: &str| -> Vec<String> {
+            runner
+                .managed_options(&Scheduler::parse(name).expect("valid"))
+                .into_iter()
+                .map(|o| o.into_string().expect("text"))
+                .collect()
+        };
+        let topology = ["--topology", "node:2 core:1 pu:1", "--topology-map", "0-1"];
+        for name in ["os", "static", "learn"] {
+            let mut expected = topology.to_vec();
+            expected.extend(["--preload", "heartbeats"]);
+            assert_eq!(options(name), expected, "{name}");
+        }
+        for name in ["bubbles", "bubbles+learn"] {
+            let mut expected = topology.to_vec();
+            expected.extend(["--bubbles", "rules.toml", "--preload", "heartbeats,threads"]);
+            assert_eq!(options(name), expected, "{name}");
+        }
+        let plain = Runner {
+            bubbles: None,
+            preload: Some("threads".parse().expect("valid")),
+            topology: None,
+            ..runner.clone()
+        };
+        assert!(
+            plain
+                .managed_options(&Scheduler::parse("learn").expect("valid"))
+                .is_empty()
+        );
+        assert_eq!(
+            plain.managed_options(&Scheduler::parse("bubbles").expect("valid")),
+            ["--preload", "threads"]
+        );
     }
 
     #[test]

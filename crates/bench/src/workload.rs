@@ -9,6 +9,9 @@
 //!   --workload aco --scale 4
 //!        ─► the preset with its amount of work (`Preset::work`) times 4:
 //!           pinlearn work aco --iterations 12000 ...
+//!   --workload fib --scale 4
+//!        ─► fib's work grows as φ^n (`Growth::Power`): n + 3, about 4.2 times the work
+//!           pinlearn work fib --n 47 ...
 //! ```
 
 use crate::BenchError;
@@ -22,19 +25,35 @@ pub struct Preset {
     /// The argument among `args` whose value is the amount of work
     /// (`--scale` multiplies it).
     pub work: &'static str,
+    /// How the work grows with that argument's value.
+    pub growth: Growth,
     pub why: &'static str,
     /// Median seconds of one run alone on 2 cores (C.1 under Linux,
     /// docs/results/bench-quick.md), for `--dry-run`'s estimate.
     pub expected_s: f64,
 }
 
+/// How a preset's amount of work grows with the value of its work argument.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Growth {
+    /// In proportion (iterations, items, runs): `--scale F` multiplies the value by F.
+    Linear,
+    /// As `base` to the power of the value (fib(n) makes about φ^n calls):
+    /// `--scale F` adds log_base(F), rounded.
+    Power { base: f64 },
+}
+
+/// The golden ratio: fib(n) does about φ^n calls.
+const PHI: f64 = 1.618_033_988_749_895;
+
 /// Every preset, in the order `--matrix` runs them.
-pub const PRESETS: [Preset; 8] = [
+pub const PRESETS: [Preset; 9] = [
     Preset {
         name: "aco",
         workload: "aco",
         args: &["--iterations", "3000"],
         work: "--iterations",
+        growth: Growth::Linear,
         why: "barrier-synchronised task farm, blocking barriers (the papers' ACO); 64 ants split over the threads",
         expected_s: 1.31,
     },
@@ -43,6 +62,7 @@ pub const PRESETS: [Preset; 8] = [
         workload: "aco",
         args: &["--iterations", "2400", "--sync", "spin-then-block"],
         work: "--iterations",
+        growth: Growth::Linear,
         why: "the same with barriers that spin 200 us before sleeping (OpenMP-like), where Linux is blind",
         expected_s: 0.79,
     },
@@ -51,6 +71,7 @@ pub const PRESETS: [Preset; 8] = [
         workload: "pipeline",
         args: &["--stages", "3,1,1", "--items", "200000"],
         work: "--items",
+        growth: Growth::Linear,
         why: "three stages of unequal work over bounded blocking queues; extra threads go to the heavy stage",
         expected_s: 1.15,
     },
@@ -59,6 +80,7 @@ pub const PRESETS: [Preset; 8] = [
         workload: "blackscholes",
         args: &["--runs", "1200"],
         work: "--runs",
+        growth: Growth::Linear,
         why: "PARSEC blackscholes (the papers' BLA), independent contiguous chunks, no synchronisation",
         expected_s: 1.23,
     },
@@ -67,6 +89,7 @@ pub const PRESETS: [Preset; 8] = [
         workload: "swaptions",
         args: &["--swaptions", "64", "--simulations", "96000"],
         work: "--simulations",
+        growth: Growth::Linear,
         why: "PARSEC swaptions (the papers' SWA), Monte Carlo, 64 swaptions in contiguous blocks per thread",
         expected_s: 1.33,
     },
@@ -75,6 +98,7 @@ pub const PRESETS: [Preset; 8] = [
         workload: "binpack",
         args: &["--pool", "64", "--max-cycles", "160", "--duration", "600s"],
         work: "--max-cycles",
+        growth: Growth::Linear,
         why: "bin-packing search (the papers' CSO) with a fixed pool and cycle count, so the work is fixed",
         expected_s: 1.38,
     },
@@ -83,6 +107,7 @@ pub const PRESETS: [Preset; 8] = [
         workload: "stream",
         args: &["--size", "0.5", "--runs", "600"],
         work: "--runs",
+        growth: Growth::Linear,
         why: "STREAM triad over 3 x 32 MiB, memory bound",
         expected_s: 1.03,
     },
@@ -91,8 +116,19 @@ pub const PRESETS: [Preset; 8] = [
         workload: "heat",
         args: &["--steps", "300"],
         work: "--steps",
+        growth: Growth::Linear,
         why: "heat conduction (the bubbles paper's), a stripe per thread, first touch, a blocking barrier per step",
         expected_s: 1.2,
+    },
+    Preset {
+        name: "fib",
+        workload: "fib",
+        args: &["--n", "44"],
+        work: "--n",
+        growth: Growth::Power { base: PHI },
+        why: "divide-and-conquer Fibonacci (the bubbles paper's): a tree of threads, the two halves of every split \
+              unequal by φ, parents waiting in join",
+        expected_s: 1.25,
     },
 ];
 
@@ -204,8 +240,8 @@ pub fn select(
         if chosen.iter().any(|w| w.name == name) {
             return Err(BenchError::BadInput(format!("workload {name} is listed twice")));
         }
-        let own: Vec<String> = match workload_args {
-            Some(text) => split_args(text)?,
+        let (own, factor) = match workload_args {
+            Some(text) => (split_args(text)?, 1.0),
             None => scaled(preset, scale.unwrap_or(1.0)),
         };
         let mut args = vec![preset.workload.to_string()];
@@ -213,26 +249,36 @@ pub fn select(
         chosen.push(BenchWorkload {
             name: name.to_string(),
             launch: Launch::Work(args),
-            expected_s: Some(preset.expected_s * scale.unwrap_or(1.0)),
+            expected_s: Some(preset.expected_s * factor),
         });
     }
     Ok(chosen)
 }
 
-/// The preset's arguments with its amount of work times `scale` (rounded,
-/// at least 1).
-fn scaled(preset: &Preset, scale: f64) -> Vec<String> {
+/// The preset's arguments with its amount of work times `scale`, as near as
+/// its work argument allows (at least 1), and the factor the work really
+/// grew by.
+fn scaled(preset: &Preset, scale: f64) -> (Vec<String>, f64) {
     let mut args: Vec<String> = preset.args.iter().map(|a| a.to_string()).collect();
-    if scale != 1.0 {
-        let at = args
-            .iter()
-            .position(|a| a == preset.work)
-            .expect("a preset names its work")
-            + 1;
-        let amount: f64 = args[at].parse().expect("a preset's work is a number");
-        args[at] = ((amount * scale).round() as u64).max(1).to_string();
+    if scale == 1.0 {
+        return (args, 1.0);
     }
-    args
+    let at = args
+        .iter()
+        .position(|a| a == preset.work)
+        .expect("a preset names its work")
+        + 1;
+    let amount: f64 = args[at].parse().expect("a preset's work is a number");
+    let new_amount = match preset.growth {
+        Growth::Linear => (amount * scale).round().max(1.0),
+        Growth::Power { base } => (amount + scale.ln() / base.ln()).round().max(1.0),
+    };
+    args[at] = (new_amount as u64).to_string();
+    let factor = match preset.growth {
+        Growth::Linear => new_amount / amount,
+        Growth::Power { base } => base.powf(new_amount - amount),
+    };
+    (args, factor)
 }
 
 /// Splits `--workload-args` at whitespace (no quoting: workload arguments
@@ -275,7 +321,8 @@ mod tests {
                 "swaptions",
                 "binpack",
                 "stream",
-                "heat"
+                "heat",
+                "fib"
             ]
         );
         assert_eq!(args(&all[1])[0], "aco");
@@ -301,12 +348,12 @@ mod tests {
                 .expect("work argument")
                 + 1;
             let before: f64 = preset.args[at - 1].parse().unwrap();
-            assert_eq!(
-                args(workload)[at],
-                (before * 2.5).round().to_string(),
-                "{}",
-                preset.name
-            );
+            let expected = match preset.growth {
+                Growth::Linear => (before * 2.5).round(),
+                // φ^2 = 2.62 is the nearest to 2.5.
+                Growth::Power { .. } => before + 2.0,
+            };
+            assert_eq!(args(workload)[at], expected.to_string(), "{}", preset.name);
             // Everything else is the preset's.
             let mut rest = args(workload)[1..].to_vec();
             rest[at - 1] = preset.args[at - 1].to_string();
@@ -318,6 +365,16 @@ mod tests {
             ["aco", "--iterations", "1"],
             "at least one unit of work"
         );
+    }
+
+    #[test]
+    fn fib_grows_its_n_by_the_power_of_phi_nearest_the_scale() {
+        for (scale, n, factor) in [(1.0, 44, 1.0), (6.0, 48, 6.854), (0.5, 43, 0.618), (100.0, 54, 122.99)] {
+            let chosen = select(&["fib".into()], None, Some(scale)).expect("valid");
+            assert_eq!(args(&chosen[0]), ["fib", "--n", &n.to_string()], "scale {scale}");
+            let expected = chosen[0].expected_s.expect("a preset's time");
+            assert!((expected / 1.25 - factor).abs() < 0.01, "scale {scale}: {expected}");
+        }
     }
 
     #[test]

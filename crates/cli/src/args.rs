@@ -284,14 +284,32 @@ pub fn report_clap_error(e: clap::Error) -> ExitCode {
             })
         }
         _ => {
-            let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            let first = first.trim_start_matches("error: ");
-            eprintln!("pinlearn: {first} (see pinlearn --help)");
+            eprintln!("pinlearn: {} (see pinlearn --help)", one_line(&e.render().to_string()));
             ExitCode::from(2)
         }
+    }
+}
+
+/// clap's error message in one line: its first line, and where that ends
+/// with a colon (the arguments missing, the values possible), the indented
+/// lines that follow it.
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
+    let first = lines
+        .next()
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ")
+        .trim_end();
+    if !first.ends_with(':') {
+        return first.to_string();
+    }
+    let listed: Vec<&str> = lines
+        .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    if listed.is_empty() {
+        first.trim_end_matches(':').to_string()
+    } else {
+        format!("{first} {}", listed.join(", "))
     }
 }

@@ -9,15 +9,16 @@ use pinlearn_bench::{BenchOptions, LoadSession, Matrix};
 use pinlearn_report::Output;
 use pinlearn_topology::CpuSet;
 
-use crate::args::{Scenarios, Schedulers, parse_cpus, parse_output, parse_scenarios, parse_schedulers};
+use crate::args::{Scenarios, Schedulers, parse_cpus, parse_output, parse_preload, parse_scenarios, parse_schedulers};
 use crate::failure::Failure;
+use pinlearn_engine::preload::Preload;
 
 /// Runs the papers' experiment matrix: workloads x scenarios x schedulers,
 /// repeated and interleaved.
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Workloads to run, comma-separated: aco, aco-spin, pipeline, blackscholes,
-    /// swaptions, binpack, stream [default: all]
+    /// swaptions, binpack, stream, heat, fib [default: all]
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
     pub workload: Vec<String>,
     /// Arguments for `pinlearn work NAME` replacing the preset's (one workload only)
@@ -60,6 +61,22 @@ pub struct BenchArgs {
     /// A `pinlearn run --config` file for every managed run (the learner's tunables)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// TOML rules putting the workload's threads in bubbles (as `run --bubbles`), for the
+    /// bubbles and bubbles+learn runs
+    #[arg(long, value_name = "FILE")]
+    pub bubbles: Option<PathBuf>,
+    /// As `run --preload`: heartbeats for every managed run; threads (the thread-creation
+    /// tree as nested bubbles) for the bubbles and bubbles+learn runs
+    #[arg(long, value_name = "PARTS", value_parser = parse_preload)]
+    pub preload: Option<Preload>,
+    /// Use this topology instead of the machine's (as `run --topology`): the scenarios'
+    /// cores and nodes, and every managed run's; an hwloc synthetic string (needs
+    /// --topology-map) or an lstopo XML file
+    #[arg(long, value_name = "SPEC", conflicts_with = "cpus")]
+    pub topology: Option<String>,
+    /// Real CPUs the PUs of a synthetic --topology stand for, in order
+    #[arg(long, value_parser = parse_cpus, value_name = "LIST", requires = "topology")]
+    pub topology_map: Option<CpuSet>,
     /// Session of the background load: own (another user's job: Linux's autogroup
     /// shares CPU between it and the workload as groups) or same (thread by thread)
     #[arg(long, default_value = "own")]
@@ -99,6 +116,10 @@ impl BenchArgs {
             repeat: self.repeat,
             cpus: self.cpus.clone(),
             config: self.config.clone(),
+            bubbles: self.bubbles.clone(),
+            preload: self.preload,
+            topology: self.topology.clone(),
+            topology_map: self.topology_map.clone(),
             load_session: self.load_session,
             best_static_max: self.best_static_max,
             json: self.json.clone(),

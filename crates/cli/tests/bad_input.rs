@@ -102,6 +102,77 @@ fn bad_inputs_to_bench_sim_and_demo_exit_2_before_anything_runs() {
         (vec!["bench", "--scenarios", "Z.9"], "Z.9"),
         (vec!["sim", "--scenarios", "Z.9"], "Z.9"),
         (vec!["sim", "--topology", "node:x"], "node:x"),
+        (
+            vec!["bench", "--workload", "fib", "--topology", "node:2 core:1 pu:1"],
+            "add --topology-map",
+        ),
+        (
+            vec![
+                "bench",
+                "--workload",
+                "fib",
+                "--topology",
+                "node:2 core:1 pu:1",
+                "--topology-map",
+                "0-2",
+            ],
+            "same number",
+        ),
+        (
+            vec![
+                "bench",
+                "--workload",
+                "fib",
+                "--topology",
+                "node:2 core:1 pu:1",
+                "--topology-map",
+                "4000-4001",
+            ],
+            "not among the bench's own",
+        ),
+        // clap's missing argument, named in the one line.
+        (vec!["bench", "--topology-map", "0-1"], "--topology <SPEC>"),
+        (
+            vec!["bench", "--cpus", "0", "--topology", "node:1 core:1 pu:1"],
+            "cannot be used",
+        ),
+        (
+            vec![
+                "bench",
+                "--workload",
+                "fib",
+                "--schedulers",
+                "os,learn",
+                "--preload",
+                "threads",
+            ],
+            "add one of them",
+        ),
+        (
+            vec![
+                "bench",
+                "--workload",
+                "fib",
+                "--schedulers",
+                "bubbles",
+                "--bubbles",
+                "/nonexistent/rules.toml",
+            ],
+            "cannot read bubbles file",
+        ),
+        (
+            vec![
+                "bench",
+                "--workload",
+                "fib",
+                "--schedulers",
+                "os",
+                "--bubbles",
+                "/nonexistent/rules.toml",
+            ],
+            "--bubbles is read by",
+        ),
+        (vec!["bench", "--preload", "everything"], "everything"),
     ] {
         let out = run(&args);
         assert_rejected(&out, needle);

@@ -289,3 +289,63 @@ fn a_command_refuses_best_static_and_an_empty_command_before_running() {
         assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
     }
 }
+
+#[test]
+fn fib_runs_under_the_bubble_schedulers_on_synthetic_nodes_with_a_rules_file() {
+    // Two of this machine's CPUs seen as two nodes: the scenarios' layout
+    // comes from that topology, and every managed run gets it and, for the
+    // bubble policies, the rules (`pinlearn run` refuses a rules file with
+    // another policy, so a rules file given to os would fail the run).
+    let cpus = std::process::Command::new("nproc").output().expect("nproc");
+    let cpus: usize = String::from_utf8_lossy(&cpus.stdout).trim().parse().expect("a count");
+    if cpus < 2 {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[bubble]]\nname = \"left\"\nthreads = \"^fib-0\"\n[[bubble]]\nname = \"right\"\nthreads = \"^fib-1\"\n",
+    )
+    .expect("rules written");
+    let json_path = dir.path().join("bench.json");
+    bench(&[
+        "--workload",
+        "fib",
+        "--workload-args",
+        "--n 36",
+        "--scenarios",
+        "B.1",
+        "--schedulers",
+        "os,bubbles,bubbles+learn",
+        "--topology",
+        "node:2 core:1 pu:1",
+        "--topology-map",
+        "0-1",
+        "--bubbles",
+        rules.to_str().expect("utf-8 path"),
+        "--repeat",
+        "1",
+        "--json",
+        json_path.to_str().expect("utf-8 path"),
+        "--quiet",
+    ]);
+    let doc = read_json(&json_path);
+    assert_eq!(
+        doc["setup"]["cores_per_node"],
+        serde_json::json!([1, 1]),
+        "{}",
+        doc["setup"]
+    );
+    assert_eq!(text(&doc["setup"], "cpus"), "0-1");
+    let runs = doc["runs"].as_array().expect("runs is a list");
+    let schedulers: Vec<&str> = runs.iter().map(|r| text(r, "scheduler")).collect();
+    assert_eq!(schedulers, ["os", "bubbles", "bubbles+learn"]);
+    for r in runs {
+        assert_eq!(text(r, "workload"), "fib");
+        // B.1 on two cores: two threads per core, so four leaves.
+        assert_eq!(r["threads"].as_u64(), Some(4), "{r}");
+        assert!(number(r, "completion_s") > 0.0, "{r}");
+    }
+}
