@@ -458,7 +458,7 @@ impl Plan {
         };
         let setup = Setup {
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-            command: std::env::args().collect::<Vec<_>>().join(" "),
+            command: shell_words::join(std::env::args()),
             pinlearn: exe.display().to_string(),
             cpus: topology.cpus().to_string(),
             cores: cores.len(),
