@@ -125,8 +125,21 @@ struct LiveThread {
 /// A thread switched to fewer times a second than this is sampled every
 /// period (sampling costs a timer on every switch to the thread, which in a
 /// virtual machine means exits to the hypervisor); more often, only in one
-/// period of `[sampling] every`.
+/// period of [`sampling_gap`].
 const CHEAP_SLICES_PER_S: f64 = 1000.0;
+
+/// Of a thread switched to `switches_per_s` times a second, one period in
+/// this many is sampled: every period below [`CHEAP_SLICES_PER_S`], else
+/// one in `every` (`[sampling] every`), or fewer, so that the switches
+/// sampled stay near [`CHEAP_SLICES_PER_S`] a second however often the
+/// thread sleeps and wakes (each one sampled costs microseconds).
+fn sampling_gap(switches_per_s: f64, every: u64) -> u64 {
+    if switches_per_s < CHEAP_SLICES_PER_S {
+        return 1;
+    }
+    let by_rate = (switches_per_s / CHEAP_SLICES_PER_S).ceil().min(1e6) as u64;
+    every.max(by_rate).max(1)
+}
 
 /// Threads usually name themselves right after they start: re-read the
 /// name during this many periods.
@@ -676,11 +689,11 @@ impl LiveProcess {
         let mut measured = Measured::default();
         let mut gone = Vec::new();
         let mut stale_code = HashSet::new();
-        // Whether the threads are sampled during the period that starts now.
-        let sample_next = self.sampling.as_mut().is_some_and(|sampling| {
+        // The number of the period that starts now: the duty periods of
+        // threads sampled only now and then are those it divides.
+        if let Some(sampling) = self.sampling.as_mut() {
             sampling.observed += 1;
-            sampling.observed % sampling.every == 0
-        });
+        }
         for (&key, thread) in self.threads.iter_mut().filter(|(_, thread)| !thread.left_to_program) {
             let pid = thread.who.pid;
             let (cpu_share, ran_ns) = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
@@ -704,9 +717,8 @@ impl LiveProcess {
                     // often only in the duty periods. An error here means
                     // the thread ended: measured below.
                     let slices = thread.schedstat.as_ref().map_or(0, Schedstat::slices) as f64;
-                    let cheap = slices < CHEAP_SLICES_PER_S * period_s;
-                    let _ = probe.set_enabled(sample_next || cheap);
-                    match sampling.waiting.of(pid) {
+                    let gap = sampling_gap(slices / period_s, sampling.every);
+                    let share = match sampling.waiting.of(pid) {
                         Some(code) => {
                             probe.take(code, pid, &mut sampling.scratch);
                             if probe.unmapped > 0 {
@@ -719,7 +731,11 @@ impl LiveProcess {
                             probe.take(&mut WaitingCode::default(), pid, &mut sampling.scratch);
                             None
                         }
-                    }
+                    };
+                    // After the period's samples are taken: turning sampling
+                    // off closes the event.
+                    let _ = probe.set_enabled(sampling.observed % gap == 0);
+                    share
                 }
                 _ => None,
             };
@@ -994,6 +1010,22 @@ impl Target for LiveProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_that_switch_often_are_sampled_less_the_more_they_switch() {
+        // Rarely switched: every period.
+        assert_eq!(sampling_gap(0.0, 8), 1);
+        assert_eq!(sampling_gap(999.0, 8), 1);
+        // From the threshold: one period in `every`...
+        assert_eq!(sampling_gap(1000.0, 8), 8);
+        assert_eq!(sampling_gap(8000.0, 8), 8);
+        // ... and beyond, about a thousand sampled switches a second.
+        assert_eq!(sampling_gap(8001.0, 8), 9);
+        assert_eq!(sampling_gap(190_000.0, 8), 190);
+        assert_eq!(sampling_gap(190_000.0, 1000), 1000);
+        assert_eq!(sampling_gap(f64::INFINITY, 8), 1_000_000);
+        assert_eq!(sampling_gap(5000.0, 0), 5, "every 0 is read as 1");
+    }
 
     #[test]
     fn last_cpu_is_the_cpu_a_pinned_thread_runs_on() {
