@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!   BenchCommand ─► Plan::new: parse workloads, schedulers, scenarios; the cores
-//!        │          (hwloc, --cpus); every error here is bad input (exit 2)
+//!        │          (hwloc, --cpus, or --topology [--topology-map]); --bubbles and
+//!        │          --preload checked; every error here is bad input (exit 2)
 //!        ▼
 //!   1. calibrate: each (workload, level) once, Linux alone, no manager, no load
 //!        │        ─► run length (schedules time-varying loads, estimates the time left),
@@ -239,6 +240,86 @@ pub fn run(options: &BenchOptions, pinlearn_exe: &Path) -> Result<BenchResults, 
     Ok(results)
 }
 
+/// The machine the bench runs on: the one detected, or `--topology` (a
+/// synthetic one mapped onto real CPUs with `--topology-map`, or lstopo
+/// XML) within the bench's own CPUs.
+fn bench_topology(options: &BenchOptions) -> Result<Topology, BenchError> {
+    let detected =
+        || Topology::detect().map_err(|e| BenchError::Machine(format!("cannot read the machine topology: {e}")));
+    let Some(spec) = &options.topology else {
+        if options.topology_map.is_some() {
+            return Err(BenchError::BadInput(
+                "--topology-map says which real CPUs a --topology's PUs are: give the --topology too".into(),
+            ));
+        }
+        return detected();
+    };
+    if options.cpus.is_some() {
+        return Err(BenchError::BadInput(
+            "--cpus and --topology both choose the CPUs: with a --topology, its --topology-map says which".into(),
+        ));
+    }
+    let described = Topology::from_spec_onto(spec, options.topology_map.as_ref()).map_err(|e| match e {
+        pinlearn_topology::TopologyError::NeedsMap { pus, .. } => BenchError::BadInput(format!(
+            "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its {pus} PUs are"
+        )),
+        e => BenchError::BadInput(format!("--topology: {e}")),
+    })?;
+    let real = detected()?.cpus();
+    let outside = described.cpus().difference(&real);
+    if !outside.is_empty() {
+        return Err(BenchError::BadInput(format!(
+            "--topology {spec:?}: CPUs {outside} are not among the bench's own ({real})"
+        )));
+    }
+    Ok(described)
+}
+
+/// `--bubbles` and `--preload`: each with a scheduler that reads it, the
+/// rules file valid on `machine`, the preload library present.
+fn check_bubble_inputs(
+    options: &BenchOptions,
+    schedulers: &[Scheduler],
+    machine: &Topology,
+    exe: &Path,
+) -> Result<(), BenchError> {
+    let bubble_schedulers = schedulers.iter().any(|s| match s.kind {
+        SchedulerKind::Policy(policy) => policy.places_bubbles(),
+        SchedulerKind::BestStatic => false,
+    });
+    if let Some(path) = &options.bubbles {
+        if !bubble_schedulers {
+            return Err(BenchError::BadInput(
+                "--bubbles is read by the bubbles and bubbles+learn schedulers: add one of them to --schedulers".into(),
+            ));
+        }
+        let rules =
+            pinlearn_engine::bubbles::BubbleRules::read(path).map_err(|e| BenchError::BadInput(e.to_string()))?;
+        rules
+            .check_levels(&pinlearn_engine::Places::new(machine).tree())
+            .map_err(|e| BenchError::BadInput(e.to_string()))?;
+    }
+    if options.preload.is_some_and(|p| p.threads) {
+        if !bubble_schedulers {
+            return Err(BenchError::BadInput(
+                "--preload threads gives the bubbles and bubbles+learn schedulers the thread tree: add one of them \
+                 to --schedulers"
+                    .into(),
+            ));
+        }
+        if options.bubbles.is_some() {
+            return Err(BenchError::BadInput(
+                "--preload threads and --bubbles both say what the bubbles are: give one of them".into(),
+            ));
+        }
+    }
+    if options.preload.is_some() {
+        // Every managed run loads it: missing, none of them could start.
+        pinlearn_engine::preload::library(exe).map_err(|e| BenchError::BadInput(e.to_string()))?;
+    }
+    Ok(())
+}
+
 /// Everything checked and decided before the first run.
 struct Plan {
     workloads: Vec<BenchWorkload>,
@@ -348,76 +429,8 @@ impl Plan {
             )));
         }
 
-        let machine = match &options.topology {
-            None => {
-                if options.topology_map.is_some() {
-                    return Err(BenchError::BadInput(
-                        "--topology-map says which real CPUs a --topology's PUs are: give the --topology too".into(),
-                    ));
-                }
-                Topology::detect().map_err(|e| BenchError::Machine(format!("cannot read the machine topology: {e}")))?
-            }
-            Some(spec) => {
-                if options.cpus.is_some() {
-                    return Err(BenchError::BadInput(
-                        "--cpus and --topology both choose the CPUs: with a --topology, its --topology-map says which"
-                            .into(),
-                    ));
-                }
-                let real = Topology::detect()
-                    .map_err(|e| BenchError::Machine(format!("cannot read the machine topology: {e}")))?;
-                let described = Topology::from_spec_onto(spec, options.topology_map.as_ref()).map_err(|e| match e {
-                    pinlearn_topology::TopologyError::NeedsMap { pus, .. } => BenchError::BadInput(format!(
-                        "--topology {spec:?} is synthetic: add --topology-map LIST to say which real CPUs its \
-                             {pus} PUs are"
-                    )),
-                    e => BenchError::BadInput(format!("--topology: {e}")),
-                })?;
-                let outside = described.cpus().difference(&real.cpus());
-                if !outside.is_empty() {
-                    return Err(BenchError::BadInput(format!(
-                        "--topology {spec:?}: CPUs {outside} are not among the bench's own ({})",
-                        real.cpus()
-                    )));
-                }
-                described
-            }
-        };
-        let bubble_schedulers = schedulers.iter().any(|s| match s.kind {
-            SchedulerKind::Policy(policy) => policy.places_bubbles(),
-            SchedulerKind::BestStatic => false,
-        });
-        if let Some(path) = &options.bubbles {
-            if !bubble_schedulers {
-                return Err(BenchError::BadInput(
-                    "--bubbles is read by the bubbles and bubbles+learn schedulers: add one of them to --schedulers"
-                        .into(),
-                ));
-            }
-            let rules =
-                pinlearn_engine::bubbles::BubbleRules::read(path).map_err(|e| BenchError::BadInput(e.to_string()))?;
-            rules
-                .check_levels(&pinlearn_engine::Places::new(&machine).tree())
-                .map_err(|e| BenchError::BadInput(e.to_string()))?;
-        }
-        if options.preload.is_some_and(|p| p.threads) {
-            if !bubble_schedulers {
-                return Err(BenchError::BadInput(
-                    "--preload threads gives the bubbles and bubbles+learn schedulers the thread tree: add one of \
-                     them to --schedulers"
-                        .into(),
-                ));
-            }
-            if options.bubbles.is_some() {
-                return Err(BenchError::BadInput(
-                    "--preload threads and --bubbles both say what the bubbles are: give one of them".into(),
-                ));
-            }
-        }
-        if options.preload.is_some() {
-            // Every managed run loads it: missing, none of them could start.
-            pinlearn_engine::preload::library(exe).map_err(|e| BenchError::BadInput(e.to_string()))?;
-        }
+        let machine = bench_topology(options)?;
+        check_bubble_inputs(options, &schedulers, &machine, exe)?;
         let restricted = match &options.cpus {
             Some(cpus) => {
                 let outside = cpus.difference(&machine.cpus());

@@ -81,6 +81,18 @@ fn workload(threads: usize, seed: u64, out: &File) -> Result<Command, EngineErro
     Ok(command)
 }
 
+/// Ends this process by `signal` with its default action (the background
+/// load ends with it: it dies with its parent).
+fn end_by_signal(signal: i32) -> ! {
+    // SAFETY: resetting a signal's action and raising it in this process.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+    // A signal whose default action is not to end the process.
+    std::process::exit(128 + signal)
+}
+
 /// Reads the workload's JSON report and empties the file for the next run.
 fn take_report(file: &mut File) -> Value {
     let mut text = String::new();
@@ -207,6 +219,12 @@ pub fn run(args: &DemoArgs) -> Result<(), EngineError> {
             let started = Instant::now();
             if learn {
                 let summary = pinlearn_engine::supervise::run(&session, command, None)?;
+                if let Some(signal) = summary.signal {
+                    // Stopped (Ctrl-C, kill) while pinlearn held the signal
+                    // for the workload, which may have ended cleanly: end as
+                    // the signal would have ended the demo.
+                    end_by_signal(signal);
+                }
                 if summary.exit_code != Some(0) {
                     return Err(EngineError::io(
                         "the demo workload failed under pinlearn",

@@ -449,3 +449,76 @@ fn bubbles_and_learning_move_a_bubble_off_a_node_another_program_loads() {
         "moved to the idle node and kept there: {rows:?}"
     );
 }
+
+#[test]
+fn a_process_tree_rule_holds_every_process_its_launcher_starts() {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    // A launcher started outside pinlearn, attached to by PID: its worker
+    // processes, started after the attach, go in the bubble whose
+    // `process_trees` names the launcher, which no name or PID of theirs
+    // matches.
+    let Some(cpus) = first_two_cpus() else {
+        return;
+    };
+    let exe = env!("CARGO_BIN_EXE_pinlearn");
+    let worker = format!("{exe} work blackscholes --threads 1 --runs 1200 --no-heartbeats --quiet");
+    // Wait for the attach (a file appears), then start two workers.
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let launcher_script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; {worker} & {worker} & wait",
+        go.display()
+    );
+    let launcher = Guard(
+        std::process::Command::new("sh")
+            .args(["-c", &launcher_script])
+            .spawn()
+            .expect("sh starts"),
+    );
+    let rules = dir.path().join("tree.toml");
+    std::fs::write(
+        &rules,
+        format!("[[bubble]]\nname = \"job\"\nprocess_trees = [{}]\n", launcher.0.id()),
+    )
+    .unwrap();
+    let trace = dir.path().join("trace.csv");
+    let mut attach = Guard(
+        pinlearn()
+            .args([
+                "attach",
+                "--quiet",
+                "--policy",
+                "bubbles",
+                "--bubbles",
+                rules.to_str().unwrap(),
+                "--topology",
+                "node:2 core:1 pu:1",
+                "--topology-map",
+                &cpus.join(","),
+                "--trace",
+                trace.to_str().unwrap(),
+                "--duration",
+                "3s",
+                &launcher.0.id().to_string(),
+            ])
+            .spawn()
+            .expect("pinlearn attach starts"),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::write(&go, "").unwrap();
+    let status = attach.0.wait().expect("attach ends");
+    assert!(status.success(), "attach failed: {status}");
+
+    let mut reader = csv::Reader::from_path(&trace).expect("trace");
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (pid, name, bubble) = (col("pid"), col("name"), col("bubble"));
+    let mut workers = std::collections::BTreeSet::new();
+    for row in reader.records().map(|r| r.unwrap()) {
+        if row[name] == *"blackscholes-0" {
+            assert_eq!(&row[bubble], "job", "{row:?}");
+            workers.insert(row[pid].to_string());
+        }
+    }
+    assert_eq!(workers.len(), 2, "both workers seen: {workers:?}");
+}

@@ -45,6 +45,49 @@ fn run_forwards_sigterm_to_the_program_and_reports_its_status() {
 }
 
 #[test]
+fn a_signal_the_program_handles_is_still_named_in_the_summary() {
+    // The program catches SIGINT and exits 0: `run` exits 0 too, and its
+    // summary says a SIGINT came (the demo stops on it, docs/reliability.md).
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("summary.json");
+    let ready = dir.path().join("ready");
+    let script = format!(
+        "trap 'exit 0' INT; touch '{}'; while :; do sleep 0.05; done",
+        ready.display()
+    );
+    let child = pinlearn()
+        .args([
+            "run",
+            "--quiet",
+            "--json",
+            summary.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let mut guard = Guard(child);
+    wait_until(Duration::from_secs(5), || ready.exists());
+    assert!(ready.exists(), "the program did not start");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = guard.0.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "the program handled the forwarded SIGINT");
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(summary["exit_code"], 0, "{summary}");
+    assert_eq!(summary["signal"], libc::SIGINT, "{summary}");
+    // Without a signal there is no such field.
+    let quiet = dir.path().join("quiet.json");
+    let out = run(&["run", "--quiet", "--json", quiet.to_str().unwrap(), "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let quiet: serde_json::Value = serde_json::from_slice(&std::fs::read(&quiet).unwrap()).unwrap();
+    assert!(quiet.get("signal").is_none(), "{quiet}");
+}
+
+#[test]
 fn run_json_summary_counts_threads_of_child_processes() {
     // sh starts two background children; each is a process of its own.
     let out = run_json(&[

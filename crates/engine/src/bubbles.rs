@@ -7,13 +7,16 @@
 //!   name = "solver"                         │
 //!   threads = "^solver-"  # regex on names  ├─► BubbleSet (policy crate: nesting)
 //!   pids = [1234]         # or processes    └─► one matcher per bubble
+//!   process_trees = [99]  # or processes with all they start
 //!   in = "job"            # nested in job
 //!   priority = 1          # placed first                 │
 //!   burst = "node"        # opens at NUMA nodes          ▼ classify(ThreadInfo), per
 //!   load = 2.0            # instead of its threads'      thread while its name settles
 //!                                                        (first five periods)
-//!   a thread goes in the first bubble whose pattern or PID list matches;
-//!   matching two is said once per pair of bubbles
+//!   a thread goes in the first bubble whose pattern or PID list matches
+//!   (process_trees: its process or one of the processes that started it,
+//!   as pinlearn saw them start); matching two is said once per pair of
+//!   bubbles
 //!
 //!   auto = "process"   (top level) a thread no rule matches goes in the
 //!   bubble of its process, "process PID", nested in the bubble of the
@@ -62,6 +65,8 @@ struct Rule {
     threads: Option<String>,
     #[serde(default)]
     pids: Vec<u32>,
+    #[serde(default)]
+    process_trees: Vec<u32>,
     #[serde(rename = "in")]
     within: Option<String>,
     #[serde(default)]
@@ -77,6 +82,8 @@ struct Matcher {
     bubble: usize,
     threads: Option<Regex>,
     pids: Vec<u32>,
+    /// Processes whose descendants' threads go here too.
+    trees: Vec<u32>,
     /// Thread ids (bubbles a program declares itself, not rules files).
     tids: Vec<u32>,
     /// The pattern has a `bubble` group: each of its values makes a nested
@@ -85,10 +92,13 @@ struct Matcher {
 }
 
 impl Matcher {
-    fn matches(&self, who: &ThreadInfo) -> bool {
+    /// `lineage`: the thread's process and the processes that started it,
+    /// nearest first.
+    fn matches(&self, who: &ThreadInfo, lineage: &[u32]) -> bool {
         self.pids.contains(&who.pid)
             || self.tids.contains(&who.tid)
             || self.threads.as_ref().is_some_and(|re| re.is_match(&who.name))
+            || lineage.iter().any(|pid| self.trees.contains(pid))
     }
 }
 
@@ -208,7 +218,7 @@ impl BubbleRules {
         let mut pid_owner: std::collections::HashMap<u32, &str> = Default::default();
         for (rule, (threads, burst, splits)) in file.bubble.iter().zip(compiled) {
             let bubble = set.index(&rule.name).expect("checked by BubbleSet::new");
-            for &pid in &rule.pids {
+            for &pid in rule.pids.iter().chain(&rule.process_trees) {
                 if let Some(other) = pid_owner.insert(pid, &rule.name) {
                     return Err(bad(format!(
                         "PID {pid} is listed in bubbles {other:?} and {:?}: a thread goes in one bubble",
@@ -217,18 +227,21 @@ impl BubbleRules {
                 }
             }
             let has_children = set.iter().any(|b| b.parent == Some(bubble));
-            if threads.is_none() && rule.pids.is_empty() && !has_children {
+            let by_process = !rule.pids.is_empty() || !rule.process_trees.is_empty();
+            if threads.is_none() && !by_process && !has_children {
                 return Err(bad(format!(
-                    "bubble {:?} can hold no thread: give threads = \"PATTERN\", pids = [...], or nest bubbles in it",
+                    "bubble {:?} can hold no thread: give threads = \"PATTERN\", pids = [...], process_trees = \
+                     [...], or nest bubbles in it",
                     rule.name
                 )));
             }
-            if threads.is_some() || !rule.pids.is_empty() {
+            if threads.is_some() || by_process {
                 let split = splits.then_some((rule.priority, burst));
                 matchers.push(Matcher {
                     bubble,
                     threads,
                     pids: rule.pids.clone(),
+                    trees: rule.process_trees.clone(),
                     tids: Vec::new(),
                     split,
                 });
@@ -264,6 +277,7 @@ impl BubbleRules {
                 bubble,
                 threads: None,
                 pids: Vec::new(),
+                trees: Vec::new(),
                 tids,
                 split: None,
             })
@@ -334,7 +348,8 @@ impl BubbleRules {
         if who.ppid != 0 {
             self.process_parents.insert(who.pid, who.ppid);
         }
-        let mut matching = self.matchers.iter().filter(|m| m.matches(who));
+        let lineage = self.lineage(who.pid);
+        let mut matching = self.matchers.iter().filter(|m| m.matches(who, &lineage));
         let Some(matcher) = matching.next() else {
             return self.process_bubble(who.pid, 0);
         };
@@ -367,6 +382,20 @@ impl BubbleRules {
             ));
         }
         Some(bubble)
+    }
+
+    /// Process `pid` and the processes that started it, nearest first, as
+    /// far as pinlearn saw them start (at most 64: PIDs are reused, so a
+    /// chain of parents may loop).
+    fn lineage(&self, pid: u32) -> Vec<u32> {
+        let mut lineage = vec![pid];
+        while lineage.len() < 64 {
+            match self.process_parents.get(lineage.last().expect("not empty")) {
+                Some(&ppid) if !lineage.contains(&ppid) => lineage.push(ppid),
+                _ => break,
+            }
+        }
+        lineage
     }
 
     /// The bubble NAME/VALUE nested in `parent` for a pattern group's
@@ -544,6 +573,37 @@ mod tests {
         assert!(err.contains("the only automatic grouping is \"process\""), "{err}");
         let only_auto = BubbleRules::parse("auto = \"process\"\n", "r.toml").unwrap();
         assert!(only_auto.set().is_empty());
+    }
+
+    #[test]
+    fn a_process_tree_holds_the_threads_of_every_process_it_starts() {
+        let mut rules = BubbleRules::parse(
+            "[[bubble]]\nname = \"job\"\nprocess_trees = [100]\n[[bubble]]\nname = \"io\"\nthreads = \"^io-\"\n",
+            "r.toml",
+        )
+        .unwrap();
+        let thread = |pid: u32, ppid: u32, name: &str| ThreadInfo {
+            pid,
+            tid: pid * 10,
+            name: name.to_string(),
+            ppid,
+        };
+        let job = rules.set().index("job");
+        assert_eq!(rules.classify(&thread(100, 0, "launcher")), job);
+        assert_eq!(rules.classify(&thread(200, 100, "rank0")), job);
+        assert_eq!(rules.classify(&thread(300, 200, "helper")), job, "a grandchild");
+        assert_eq!(rules.classify(&thread(400, 0, "other")), None, "another tree");
+        assert_eq!(rules.classify(&thread(500, 400, "other-child")), None);
+        // The first matching rule wins, as for names and PIDs.
+        assert_eq!(rules.classify(&thread(200, 100, "io-1")), job);
+        // A chain of parents that loops (PIDs reused) ends.
+        assert_eq!(rules.classify(&thread(600, 700, "a")), None);
+        assert_eq!(rules.classify(&thread(700, 600, "b")), None);
+        assert!(
+            error("[[bubble]]\nname = \"a\"\npids = [5]\n[[bubble]]\nname = \"b\"\nprocess_trees = [5]\n")
+                .contains("PID 5 is listed in bubbles \"a\" and \"b\"")
+        );
+        assert!(error("[[bubble]]\nname = \"a\"\nprocess_trees = [-1]\n").contains("r.toml"));
     }
 
     #[test]

@@ -77,6 +77,12 @@ pub struct Summary {
     /// The program's exit status (`run` only; 128+N if killed by signal N).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// The first stop signal (SIGINT, SIGTERM, SIGHUP) pinlearn received
+    /// while the program ran (`run` only): forwarded to it, or sent to the
+    /// whole process group by the terminal. A program may handle it and
+    /// exit 0; a caller running several programs (the demo) stops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
     /// Every live thread and the first 64 that ended.
     pub threads: Vec<ThreadSummary>,
     /// The other ended threads, counted together.
@@ -425,6 +431,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, driven: &Driven, cpu: 
             switches: g.switches,
         }),
         exit_code: None,
+        signal: None,
         threads,
         ended_not_listed: engine.ended_not_listed(),
     }
@@ -589,7 +596,11 @@ pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) 
     })?;
     let pid = child.id();
     events.watch(pid);
+    let received = std::cell::Cell::new(None);
     let forward = |signal: i32, from_process: bool| {
+        if received.get().is_none() {
+            received.set(Some(signal));
+        }
         if from_process {
             // SAFETY: plain kill(2) on our own child, which has not been reaped yet.
             unsafe { libc::kill(pid as libc::pid_t, signal) };
@@ -633,6 +644,7 @@ pub fn run(session: &Session, mut command: Command, duration: Option<Duration>) 
         },
     };
     report.exit_code = Some(exit_code(status));
+    report.signal = received.get();
     // The program has ended: channels it did not remove (killed, or it
     // never closed them) go with it.
     let _ = pinlearn_heartbeat::remove_channel(pid);
