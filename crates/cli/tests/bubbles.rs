@@ -25,6 +25,24 @@ threads = "^heat-[23]$"
 burst = "node"
 "#;
 
+/// `run` / `attach` options: `--policy bubbles` with the rules file
+/// `rules`, the two CPUs `map` as two nodes, a trace to `trace`.
+fn bubbles_on_two_nodes<'a>(rules: &'a str, map: &'a str, trace: &'a str) -> [&'a str; 11] {
+    [
+        "--quiet",
+        "--policy",
+        "bubbles",
+        "--bubbles",
+        rules,
+        "--topology",
+        "node:2 core:1 pu:1",
+        "--topology-map",
+        map,
+        "--trace",
+        trace,
+    ]
+}
+
 /// A directory holding `RULES` and a config turning the guard off, and
 /// their paths.
 fn rules_without_guard() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
@@ -209,26 +227,15 @@ fn auto_process_gives_each_process_of_a_multi_process_job_its_own_node() {
     let exe = env!("CARGO_BIN_EXE_pinlearn");
     let worker = format!("{exe} work blackscholes --threads 1 --runs 1200 --no-heartbeats --quiet");
     let launcher = format!("{worker} & {worker} & wait");
-    let out = run(&[
-        "run",
-        "--quiet",
-        "--policy",
-        "bubbles",
-        "--bubbles",
+    let map = cpus.join(",");
+    let mut args = vec!["run"];
+    args.extend(bubbles_on_two_nodes(
         rules.to_str().unwrap(),
-        "--config",
-        config.to_str().unwrap(),
-        "--topology",
-        "node:2 core:1 pu:1",
-        "--topology-map",
-        &cpus.join(","),
-        "--trace",
+        &map,
         trace.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &launcher,
-    ]);
+    ));
+    args.extend(["--config", config.to_str().unwrap(), "--", "sh", "-c", &launcher]);
+    let out = run(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
     let mut reader = csv::Reader::from_path(&trace).expect("trace");
@@ -482,25 +489,17 @@ fn a_process_tree_rule_holds_every_process_its_launcher_starts() {
     )
     .unwrap();
     let trace = dir.path().join("trace.csv");
+    let map = cpus.join(",");
+    let launcher_pid = launcher.0.id().to_string();
     let mut attach = Guard(
         pinlearn()
-            .args([
-                "attach",
-                "--quiet",
-                "--policy",
-                "bubbles",
-                "--bubbles",
+            .arg("attach")
+            .args(bubbles_on_two_nodes(
                 rules.to_str().unwrap(),
-                "--topology",
-                "node:2 core:1 pu:1",
-                "--topology-map",
-                &cpus.join(","),
-                "--trace",
+                &map,
                 trace.to_str().unwrap(),
-                "--duration",
-                "3s",
-                &launcher.0.id().to_string(),
-            ])
+            ))
+            .args(["--duration", "3s", &launcher_pid])
             .spawn()
             .expect("pinlearn attach starts"),
     );

@@ -34,13 +34,24 @@ fn command_line(pid: u32) -> String {
 #[test]
 fn the_demo_load_and_workload_end_with_the_demo_on_every_signal() {
     for signal in [libc::SIGKILL, libc::SIGTERM, libc::SIGINT] {
-        let mut demo = pinlearn()
+        let mut command = pinlearn();
+        command
             .args(["demo", "--repeat", "1"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the demo");
+            .stderr(Stdio::null());
+        // As started from a terminal: a test run started as a background job
+        // of a shell without job control inherits SIGINT ignored, and so
+        // would the demo.
+        // SAFETY: only signal(2), async-signal-safe, between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut demo = command.spawn().expect("start the demo");
         let demo_pid = demo.id();
         // Wait until both helpers run: the load and the first workload.
         let mut helpers = Vec::new();

@@ -484,6 +484,16 @@ mod tests {
         }
     }
 
+    /// A thread of process `pid`, started by process `ppid`.
+    fn thread(pid: u32, ppid: u32, name: &str) -> ThreadInfo {
+        ThreadInfo {
+            pid,
+            tid: pid * 10,
+            name: name.to_string(),
+            ppid,
+        }
+    }
+
     fn error(text: &str) -> String {
         BubbleRules::parse(text, "r.toml").unwrap_err().to_string()
     }
@@ -550,12 +560,6 @@ mod tests {
             "r.toml",
         )
         .unwrap();
-        let thread = |pid: u32, ppid: u32, name: &str| ThreadInfo {
-            pid,
-            tid: pid * 10,
-            name: name.to_string(),
-            ppid,
-        };
         let root = rules.classify(&thread(100, 0, "main")).unwrap();
         let child = rules.classify(&thread(200, 100, "worker")).unwrap();
         let grandchild = rules.classify(&thread(300, 200, "worker")).unwrap();
@@ -582,12 +586,6 @@ mod tests {
             "r.toml",
         )
         .unwrap();
-        let thread = |pid: u32, ppid: u32, name: &str| ThreadInfo {
-            pid,
-            tid: pid * 10,
-            name: name.to_string(),
-            ppid,
-        };
         let job = rules.set().index("job");
         assert_eq!(rules.classify(&thread(100, 0, "launcher")), job);
         assert_eq!(rules.classify(&thread(200, 100, "rank0")), job);
