@@ -269,15 +269,17 @@ fn scaled(preset: &Preset, scale: f64) -> (Vec<String>, f64) {
         .expect("a preset names its work")
         + 1;
     let amount: f64 = args[at].parse().expect("a preset's work is a number");
-    let new_amount = match preset.growth {
-        Growth::Linear => (amount * scale).round().max(1.0),
-        Growth::Power { base } => (amount + scale.ln() / base.ln()).round().max(1.0),
+    let (new_amount, factor) = match preset.growth {
+        Growth::Linear => {
+            let new_amount = (amount * scale).round().max(1.0);
+            (new_amount, new_amount / amount)
+        }
+        Growth::Power { base } => {
+            let new_amount = (amount + scale.ln() / base.ln()).round().max(1.0);
+            (new_amount, base.powf(new_amount - amount))
+        }
     };
     args[at] = (new_amount as u64).to_string();
-    let factor = match preset.growth {
-        Growth::Linear => new_amount / amount,
-        Growth::Power { base } => base.powf(new_amount - amount),
-    };
     (args, factor)
 }
 

@@ -157,10 +157,11 @@ const RECORD_SAMPLE: u32 = 9;
 /// CPU-clock sampling of one thread (user-mode instruction pointers).
 ///
 /// Off, the event is closed, not just disabled: an event attached to a
-/// thread costs on every switch to it even while disabled (measured in a
-/// KVM guest with two threads ping-ponging on one CPU, 2.6 us a switch
-/// pair: +0.6 us a switch disabled, +4 us sampling), which is what threads
-/// that sleep and wake thousands of times a second pay.
+/// thread costs on every switch to it even while disabled (in a KVM guest,
+/// two threads ping-ponging on one CPU, `scripts/bench-switch-cost`: 3.0 us
+/// a switch without events, +0.8 us with the event disabled, +4.5 us
+/// sampling), which is what threads that sleep and wake thousands of times
+/// a second pay.
 pub struct CpuSamples {
     /// The open event while sampling is on.
     sampler: Option<Sampler>,
