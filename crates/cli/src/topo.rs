@@ -32,7 +32,11 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
             .restrict(&allowed)
             .map_err(|e| EngineError::bad_input(e.to_string()))?
     };
-    let places = Places::new(&usable);
+    let places = if args.topology.is_some() {
+        Places::new(&usable)
+    } else {
+        Places::on_this_machine(&usable)
+    };
     let instructions = pinlearn_engine::live::instructions_supported();
     let sampling = pinlearn_engine::live::sampling_supported();
     let schedstat = std::fs::read_to_string("/proc/self/schedstat").is_ok();
@@ -54,6 +58,7 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
             "places": places.cpus.iter().zip(places.layout.places()).map(|(cpus, p)| json!({
                 "cpus": cpus.to_string(), "kind": format!("{:?}", p.kind).to_lowercase(), "node": p.node,
             })).collect::<Vec<_>>(),
+            "memory_follows_s": places.kernel_moves_memory.map(|after| after.as_secs_f64()),
             "probes": {
                 "auto": auto.to_string(),
                 "useful": sampling.is_ok(),
@@ -97,6 +102,22 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
         names.len(),
         names.join("  ")
     );
+    if places.layout.nodes() > 1 {
+        match places.kernel_moves_memory {
+            Some(after) => println!(
+                "memory: the kernel's NUMA balancing is on; the learner takes a thread's memory to follow it after {} of work on another node (memory_follows)",
+                pinlearn_engine::format_duration(after)
+            ),
+            None => println!(
+                "memory: the learner takes it to stay where a thread first touched it ({})",
+                if args.topology.is_some() {
+                    "a given topology has no kernel to ask"
+                } else {
+                    "kernel.numa_balancing is off, or the nodes are groups of CPUs"
+                }
+            ),
+        }
+    }
     println!("speed sources (--metric auto takes {auto} here):");
     match &sampling {
         Ok(()) => println!(

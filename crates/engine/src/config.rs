@@ -21,6 +21,9 @@
 //! remote_cost = 2.1        # optional: how many times slower a thread runs away
 //!                          # from its memory (bubbles); default: the machine's
 //!                          # NUMA distances, else 2
+//! memory_follows = "auto"  # auto | never | a duration: how long a thread works on
+//!                          # another node before the kernel's NUMA balancing has
+//!                          # brought its memory (auto: 10s where the kernel balances)
 //! [learn]
 //! objective = "balanced:1" # mean | balanced[:GAMMA] | own
 //! [learn.pla]
@@ -167,6 +170,10 @@ pub struct Settings {
     /// distances ([`Settings::remote_cost_on`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote_cost: Option<f64>,
+    /// Whether, and how soon, a thread's memory follows it to another node
+    /// (the kernel's automatic NUMA balancing), as the learner's NUMA level
+    /// assumes it ([`Settings::memory_follows_on`]).
+    pub memory_follows: MemoryFollows,
     /// What is optimised at which level (paper 002 §4); the two-level
     /// scheme by default. Sets `learn`'s levels and `memory_binding`.
     pub levels: Vec<crate::levels::Level>,
@@ -213,6 +220,7 @@ impl Default for Settings {
             manager_budget: 0.01,
             memory_binding: None,
             remote_cost: None,
+            memory_follows: MemoryFollows::Auto,
             levels: crate::levels::two_level(),
             learn: LearnConfig::default(),
             sampling: Sampling::default(),
@@ -329,6 +337,19 @@ impl Settings {
     ) -> pinlearn_policy::LearnPolicy {
         pinlearn_policy::LearnPolicy::new(places.layout.clone(), learn, seed)
             .assuming_remote_cost(self.remote_cost_on(places))
+            .assuming_memory_follows(self.memory_follows_on(places))
+    }
+
+    /// Seconds of work on another node after which the learner's NUMA level
+    /// takes a thread's memory to be there too: the setting's duration, none
+    /// with `never`, and with `auto` the kernel's delay where the places say
+    /// it balances memory ([`crate::places::Places::kernel_moves_memory`]).
+    pub fn memory_follows_on(&self, places: &crate::places::Places) -> Option<f64> {
+        match self.memory_follows {
+            MemoryFollows::Never => None,
+            MemoryFollows::After(after) => Some(after.as_secs_f64()),
+            MemoryFollows::Auto => places.kernel_moves_memory.map(|after| after.as_secs_f64()),
+        }
     }
 
     /// The remote cost the bubbles policy and the learner's NUMA level
@@ -345,6 +366,71 @@ impl Settings {
     pub fn numa_every(&self) -> u64 {
         let ratio = self.learn.numa.period_s / self.interval.as_secs_f64();
         (ratio.round() as u64).max(1)
+    }
+}
+
+/// How long a live session assumes the kernel takes to bring a thread's
+/// memory after it where it balances memory (`memory_follows = "auto"`):
+/// ten of its scans at their fastest period (1 s); the simulator's
+/// `--numa-balancing 10s` models a program whose pages follow that fast.
+pub const DEFAULT_MEMORY_FOLLOWS: Duration = Duration::from_secs(10);
+
+/// Whether a thread's memory follows it to another node (`memory_follows`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryFollows {
+    /// As the machine does: [`DEFAULT_MEMORY_FOLLOWS`] where the kernel
+    /// balances memory (`kernel.numa_balancing`), never where it does not.
+    Auto,
+    /// Memory stays where it was first touched.
+    Never,
+    /// After this much work on the other node.
+    After(Duration),
+}
+
+impl FromStr for MemoryFollows {
+    type Err = EngineError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "auto" => Ok(MemoryFollows::Auto),
+            "never" => Ok(MemoryFollows::Never),
+            other => {
+                let after = parse_duration(other).map_err(|_| {
+                    EngineError::bad_input(format!(
+                        "memory_follows {other:?} is not auto, never or a duration such as 10s"
+                    ))
+                })?;
+                if after.is_zero() || after > Duration::from_secs(3600) {
+                    return Err(EngineError::bad_input(format!(
+                        "memory_follows {other} is out of range: use a duration above 0, at most 1h (or never)"
+                    )));
+                }
+                Ok(MemoryFollows::After(after))
+            }
+        }
+    }
+}
+
+impl fmt::Display for MemoryFollows {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemoryFollows::Auto => f.write_str("auto"),
+            MemoryFollows::Never => f.write_str("never"),
+            MemoryFollows::After(after) => f.write_str(&format_duration(*after)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryFollows {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for MemoryFollows {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
     }
 }
 
@@ -638,6 +724,40 @@ mod tests {
         let set = Settings::from_toml_str("remote_cost = 1.5").unwrap();
         assert_eq!(set.remote_cost_on(&measured), 1.5);
         assert!(set.to_toml().contains("remote_cost = 1.5"), "{}", set.to_toml());
+    }
+
+    #[test]
+    fn memory_follows_as_the_machine_says_unless_the_settings_say_otherwise() {
+        let topology = pinlearn_topology::Topology::from_synthetic("node:2 core:2 pu:1").unwrap();
+        let stays = crate::places::Places::new(&topology);
+        let mut balanced = stays.clone();
+        balanced.kernel_moves_memory = Some(Duration::from_secs(2));
+        let auto = Settings::default();
+        assert_eq!(auto.memory_follows, MemoryFollows::Auto);
+        assert_eq!(auto.memory_follows_on(&stays), None);
+        assert_eq!(auto.memory_follows_on(&balanced), Some(2.0));
+        let never = Settings::from_toml_str("memory_follows = \"never\"").unwrap();
+        assert_eq!(never.memory_follows_on(&balanced), None);
+        let after = Settings::from_toml_str("memory_follows = \"30s\"").unwrap();
+        assert_eq!(after.memory_follows_on(&stays), Some(30.0));
+        assert!(
+            after.to_toml().contains("memory_follows = \"30s\""),
+            "{}",
+            after.to_toml()
+        );
+        for (text, needle) in [
+            (
+                "memory_follows = \"soon\"",
+                "memory_follows \"soon\" is not auto, never or a duration",
+            ),
+            ("memory_follows = \"0s\"", "memory_follows 0s is out of range"),
+            ("memory_follows = \"2h\"", "memory_follows 2h is out of range"),
+            ("memory_follows = 10", "line 1"),
+        ] {
+            let err = Settings::from_toml_str(text).expect_err(text).to_string();
+            assert!(err.contains(needle), "{text:?} gave {err:?}");
+            assert!(!err.contains('\n'), "{err:?} spans lines");
+        }
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub mod supervise;
 pub mod target;
 mod trace;
 
-pub use config::{ManagerPriority, Metric, PolicyChoice, Settings, format_duration, parse_duration};
+pub use config::{ManagerPriority, MemoryFollows, Metric, PolicyChoice, Settings, format_duration, parse_duration};
 pub use declared::{BubbleApi, BubbleId, DeclaredBubbles};
 pub use engine::{Engine, PlaceShare, ThreadSummary};
 pub use error::EngineError;

@@ -20,6 +20,12 @@ pub struct Places {
     pub cpus: Vec<CpuSet>,
     /// The machine's [`Topology::remote_ratio`] (NUMA distances), if known.
     pub remote_ratio: Option<f64>,
+    /// How long the kernel takes to move a thread's memory to the node it
+    /// works on (automatic NUMA balancing), where it does: `None` where it
+    /// does not or cannot (one node, nodes that are only groups of CPUs).
+    /// Filled by whoever knows the machine (the live session, the
+    /// simulator); [`Places::new`] says `None`.
+    pub kernel_moves_memory: Option<std::time::Duration>,
 }
 
 impl Places {
@@ -60,7 +66,21 @@ impl Places {
             layout,
             cpus,
             remote_ratio: topology.remote_ratio(),
+            kernel_moves_memory: None,
         }
+    }
+
+    /// The places of `topology` on the machine pinlearn runs on, with how
+    /// its kernel moves memory: where the nodes are real memory nodes (an
+    /// hwloc topology with 2+ nodes) and `kernel.numa_balancing` is on, it
+    /// brings a thread's memory after it in about
+    /// [`crate::config::DEFAULT_MEMORY_FOLLOWS`].
+    pub fn on_this_machine(topology: &Topology) -> Self {
+        let mut places = Places::new(topology);
+        if topology.nodes().len() > 1 && topology.source().starts_with("hwloc") && kernel_balances_numa() {
+            places.kernel_moves_memory = Some(crate::config::DEFAULT_MEMORY_FOLLOWS);
+        }
+        places
     }
 
     /// The places as a tree (each under the smallest place holding it).
@@ -116,6 +136,16 @@ impl Places {
     pub fn find(&self, set: &CpuSet) -> Option<usize> {
         self.cpus.iter().position(|c| c == set)
     }
+}
+
+/// `kernel.numa_balancing` has its normal mode on (bit 0; bit 1 alone is
+/// memory tiering, which moves pages between tiers, not after threads).
+/// Unreadable: off.
+fn kernel_balances_numa() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/numa_balancing")
+        .ok()
+        .and_then(|text| text.trim().parse::<u32>().ok())
+        .is_some_and(|mode| mode & 1 == 1)
 }
 
 #[cfg(test)]

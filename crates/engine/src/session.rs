@@ -121,7 +121,7 @@ impl Session {
             }
             Some(_) => Some(topology.nodes().iter().map(|n| n.os_index).collect()),
         };
-        let places = Places::new(&topology);
+        let places = Places::on_this_machine(&topology);
         let declared = (request.settings.policy.places_bubbles() && bubbles.is_none())
             .then(|| DeclaredBubbles::new(Some(places.burst_levels())));
         Ok(Session {
@@ -153,7 +153,7 @@ impl Session {
             None => effective.clone(),
         };
         let topology = self.machine.restrict(&allowed).ok()?;
-        let places = Places::new(&topology);
+        let places = Places::on_this_machine(&topology);
         let policy = self.policy_over(&places);
         Some((places, policy))
     }

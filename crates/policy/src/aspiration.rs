@@ -5,6 +5,9 @@
 //! ```text
 //!   every T_NUMA, for each thread i with a mean own speed s_i this period:
 //!
+//!   (0) where memory follows (the kernel's NUMA balancing, after F seconds:
+//!       `with_memory_follows`): a thread that has worked F seconds more on
+//!       another node than anywhere else has its home (its memory) there now
 //!   (1) rho_i ← rho_i + ν (s_i − rho_i)      first time: rho = s, bU = rho, bL = rho/η
 //!   (2) BR_i = { n ≠ node_i : rho_i < γ · mean rho_j over threads j on n }
 //!              (a node with no measured thread counts: unused capacity)
@@ -85,10 +88,14 @@ pub struct NumaState {
     /// The node the thread runs on.
     pub node: usize,
     /// The node its memory is on: where it first ran (a migration leaves
-    /// it there).
+    /// it there, until the kernel's NUMA balancing is taken to have brought
+    /// it: [`Aspiration::with_memory_follows`]).
     pub home: usize,
     /// `None` until the thread's first measured NUMA period.
     pub levels: Option<AspirationLevels>,
+    /// The node away from `home` the thread has worked on, and for how long
+    /// more than anywhere else (seconds; only with memory that follows).
+    pub away: Option<(usize, f64)>,
 }
 
 impl NumaState {
@@ -98,6 +105,29 @@ impl NumaState {
             node,
             home: node,
             levels: None,
+            away: None,
+        }
+    }
+
+    /// One NUMA period of `period_s` seconds on `self.node`, where the
+    /// kernel brings a thread's memory to a node once it has worked there
+    /// `follows_s` seconds more than anywhere else: time at home or on a
+    /// third node counts against the node it was heading for.
+    fn worked(&mut self, period_s: f64, follows_s: f64) {
+        self.away = match self.away {
+            _ if self.node == self.home => self
+                .away
+                .map(|(node, s)| (node, s - period_s))
+                .filter(|&(_, s)| s > 0.0),
+            Some((node, s)) if node == self.node => Some((node, s + period_s)),
+            Some((node, s)) if s > period_s => Some((node, s - period_s)),
+            _ => Some((self.node, period_s)),
+        };
+        if let Some((node, s)) = self.away
+            && s >= follows_s
+        {
+            self.home = node;
+            self.away = None;
         }
     }
 }
@@ -246,6 +276,9 @@ pub struct Aspiration {
     /// How many times slower a thread runs away from its memory (1 until
     /// [`Aspiration::with_remote_cost`]).
     remote_cost: f64,
+    /// Seconds of work on another node after which a thread's memory is
+    /// there too (the kernel's NUMA balancing); `None`: it stays.
+    memory_follows_s: Option<f64>,
 }
 
 impl Aspiration {
@@ -254,7 +287,19 @@ impl Aspiration {
             cfg,
             nodes,
             remote_cost: 1.0,
+            memory_follows_s: None,
         }
+    }
+
+    /// The same learner assuming the kernel moves a thread's memory to a
+    /// node once the thread has worked there `seconds` more than anywhere
+    /// else (automatic NUMA balancing): its home follows it then, and the
+    /// better replies stop pulling it back to where its memory was.
+    /// `None` (or not positive and finite): memory stays where it was
+    /// first touched.
+    pub fn with_memory_follows(mut self, seconds: Option<f64>) -> Self {
+        self.memory_follows_s = seconds.filter(|s| s.is_finite() && *s > 0.0);
+        self
     }
 
     /// The same learner assuming a thread runs `cost` times slower away
@@ -285,8 +330,13 @@ impl Aspiration {
         assert_eq!(states.len(), speeds.len(), "one speed per thread");
         let speeds: Vec<Option<f64>> = speeds.iter().map(|&s| crate::objective::sanitise_speed(s)).collect();
 
-        // (1) aspiration levels; remember which threads take part.
+        // (1) aspiration levels; remember which threads take part. Where
+        // memory follows, a thread measured away from its home has worked
+        // there this period.
         for (state, speed) in states.iter_mut().zip(&speeds) {
+            if let (Some(follows_s), Some(_)) = (self.memory_follows_s, speed) {
+                state.worked(self.cfg.period_s, follows_s);
+            }
             if let Some(speed) = *speed {
                 match &mut state.levels {
                     Some(levels) => levels.track(speed, self.cfg.nu),
@@ -426,6 +476,76 @@ mod tests {
         // node 2 is as far from the memory as node 1, so it counts too.
         let means = [Some(0.4), Some(0.5), None];
         assert_eq!(better_replies_near(0.5, 1, &means, 0.9, 0, 3.0), vec![0, 2]);
+    }
+
+    #[test]
+    fn where_memory_follows_a_thread_s_home_moves_once_it_worked_long_enough_elsewhere() {
+        // NUMA periods of 2 s, memory following after 5 s of work.
+        let mut away = NumaState {
+            node: 1,
+            ..NumaState::new(0)
+        };
+        away.worked(2.0, 5.0);
+        away.worked(2.0, 5.0);
+        assert_eq!((away.home, away.away), (0, Some((1, 4.0))), "4 s of 5");
+        // A period back home counts against the node it was heading for.
+        away.node = 0;
+        away.worked(2.0, 5.0);
+        assert_eq!((away.home, away.away), (0, Some((1, 2.0))));
+        // A third node starts over only once the lead is spent.
+        away.node = 2;
+        away.worked(2.0, 5.0);
+        assert_eq!((away.home, away.away), (0, Some((2, 2.0))));
+        away.worked(2.0, 5.0);
+        away.worked(2.0, 5.0);
+        assert_eq!((away.home, away.away), (2, None), "6 s on node 2: its memory is there");
+
+        // In a step: a thread away from home is pulled back while its
+        // memory stays (home's threads run at 0.8, it runs at 1.0 three
+        // times slower than it would at home), and left where it is once
+        // its memory has come.
+        let cfg = AspirationConfig {
+            zeta: 1.0,
+            ..AspirationConfig::default()
+        };
+        let speeds = [Some(0.8), Some(1.0)];
+        let stays = Aspiration::new(cfg, 2).with_remote_cost(3.0);
+        let mut states = vec![
+            NumaState::new(0),
+            NumaState {
+                node: 1,
+                ..NumaState::new(0)
+            },
+        ];
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let moved = stays.step(&mut states, &speeds, &mut rng).expect("pulled home");
+        assert_eq!((moved.thread, moved.to), (1, 0));
+        let follows = stays.clone().with_memory_follows(Some(3.0));
+        let mut states = vec![
+            NumaState::new(0),
+            NumaState {
+                node: 1,
+                ..NumaState::new(0)
+            },
+        ];
+        let first = follows.step(&mut states, &speeds, &mut rng);
+        assert_eq!(first.map(|m| m.thread), Some(1), "2 s of 3: still pulled home");
+        let mut states = vec![
+            NumaState::new(0),
+            NumaState {
+                node: 1,
+                ..NumaState::new(0)
+            },
+        ];
+        states[1].away = Some((1, 2.0));
+        for _ in 0..10 {
+            assert_eq!(follows.step(&mut states, &speeds, &mut rng), None, "{states:?}");
+        }
+        assert_eq!(states[1].home, 1);
+        // Not positive or not finite: memory stays.
+        for bad in [Some(0.0), Some(-1.0), Some(f64::NAN), Some(f64::INFINITY), None] {
+            assert_eq!(stays.clone().with_memory_follows(bad), stays, "{bad:?}");
+        }
     }
 
     #[test]

@@ -173,6 +173,14 @@ impl LearnPolicy {
         self
     }
 
+    /// The same learner assuming the kernel brings a thread's memory after
+    /// it once it has worked `seconds` on another node
+    /// ([`Aspiration::with_memory_follows`]); `None`: memory stays.
+    pub fn assuming_memory_follows(mut self, seconds: Option<f64>) -> Self {
+        self.aspiration = self.aspiration.with_memory_follows(seconds);
+        self
+    }
+
     /// The guard's view: which arm is champion and how the periods went.
     pub fn guard(&self) -> &Guard {
         &self.guard

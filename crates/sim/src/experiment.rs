@@ -124,7 +124,11 @@ impl Experiment {
             .topology
             .restrict(&self.cpus_for(scenario))?
             .with_remote_ratio(Some(self.params.numa_factor));
-        let places = Places::new(&topology);
+        let mut places = Places::new(&topology);
+        // The learner's NUMA level is told how soon the modelled kernel
+        // brings memory after a thread, as a live session reads whether the
+        // real one does.
+        places.kernel_moves_memory = self.params.numa_balancing_s.map(std::time::Duration::from_secs_f64);
         let cores_per_node: Vec<usize> = topology.nodes().iter().map(|n| n.cores.len()).collect();
         let cores: usize = cores_per_node.iter().sum();
         let duration = self.workload.duration_s;

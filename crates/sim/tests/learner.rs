@@ -123,3 +123,26 @@ fn where_the_os_is_blind_the_learner_comes_close_to_the_pin() {
         );
     }
 }
+
+#[test]
+fn where_the_kernel_brings_memory_after_threads_the_learner_lets_them_stay() {
+    // The load moves between the nodes (D) beside blocking barriers, and
+    // the kernel's NUMA balancing brings a thread's memory to the node it
+    // works on after 2 s. Linux first put every thread on the node the
+    // load spared, so their memory is there; the learner spreads them over
+    // both nodes. Told that memory follows (`memory_follows = "auto"` on a
+    // machine that balances), its NUMA level stops pulling the spread
+    // threads back to where their memory was, onto cores already shared.
+    let mut experiment = papers_machine(WorkloadKind::Barrier, LoadSession::Own);
+    experiment.params.numa_balancing_s = Some(2.0);
+    let os = completion(&experiment, "D", PolicyChoice::Os);
+    let pin = completion(&experiment, "D", PolicyChoice::Static);
+    let follows = completion(&experiment, "D", PolicyChoice::Learn);
+    experiment.settings.memory_follows = "never".parse().unwrap();
+    let stays = completion(&experiment, "D", PolicyChoice::Learn);
+    assert!(pin < 0.6 * os, "the OS is blind here: pin {pin:.1} s, os {os:.1} s");
+    assert!(
+        follows <= 1.05 * pin && follows < 0.75 * stays,
+        "learn {follows:.1} s (memory assumed to stay: {stays:.1} s), pin {pin:.1} s, os {os:.1} s"
+    );
+}
