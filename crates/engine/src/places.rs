@@ -142,10 +142,12 @@ impl Places {
 /// memory tiering, which moves pages between tiers, not after threads).
 /// Unreadable: off.
 fn kernel_balances_numa() -> bool {
-    std::fs::read_to_string("/proc/sys/kernel/numa_balancing")
-        .ok()
-        .and_then(|text| text.trim().parse::<u32>().ok())
-        .is_some_and(|mode| mode & 1 == 1)
+    std::fs::read_to_string("/proc/sys/kernel/numa_balancing").is_ok_and(|text| numa_balancing_moves_pages(&text))
+}
+
+/// Whether a `kernel.numa_balancing` value moves pages after threads.
+fn numa_balancing_moves_pages(text: &str) -> bool {
+    text.trim().parse::<u32>().is_ok_and(|mode| mode & 1 == 1)
 }
 
 #[cfg(test)]
@@ -205,5 +207,22 @@ mod tests {
         let first_package = places.layout.groups(PlaceKind::Package).next().unwrap();
         assert_eq!(places.layout.places()[first_package].node, None);
         assert_eq!(places.cpus[first_package].to_string(), "0-3");
+    }
+
+    #[test]
+    fn only_numa_balancing_s_normal_mode_moves_pages_after_threads() {
+        for (text, moves) in [
+            ("1\n", true),
+            ("3", true),
+            ("0\n", false),
+            ("2", false),
+            ("", false),
+            ("on", false),
+        ] {
+            assert_eq!(numa_balancing_moves_pages(text), moves, "{text:?}");
+        }
+        // A synthetic topology is no machine to ask: memory stays.
+        let topology = Topology::from_synthetic("node:2 core:2 pu:1").expect("synthetic");
+        assert_eq!(Places::on_this_machine(&topology).kernel_moves_memory, None);
     }
 }
