@@ -351,7 +351,7 @@ impl BubbleRules {
         let lineage = self.lineage(who.pid);
         let mut matching = self.matchers.iter().filter(|m| m.matches(who, &lineage));
         let Some(matcher) = matching.next() else {
-            return self.process_bubble(who.pid, 0);
+            return self.process_bubble(who.pid);
         };
         let first = matcher.bubble;
         let split = matcher.split.and_then(|(priority, burst)| {
@@ -419,27 +419,31 @@ impl BubbleRules {
     }
 
     /// `auto = "process"`: the bubble "process PID", nested in the bubble of
-    /// the process that started it (made first if need be); `None` without
-    /// `auto`, or when no more bubbles may be made. `depth` stops a chain
-    /// of parents that loops (PIDs are reused).
-    fn process_bubble(&mut self, pid: u32, depth: usize) -> Option<usize> {
-        if let Some(&bubble) = self.process_bubbles.as_ref()?.get(&pid) {
-            return Some(bubble);
+    /// the process that started it (made first if need be, down from the
+    /// farthest process pinlearn saw start: [`Self::lineage`]); `None`
+    /// without `auto`, or when no more bubbles may be made.
+    fn process_bubble(&mut self, pid: u32) -> Option<usize> {
+        self.process_bubbles.as_ref()?;
+        let mut parent = None;
+        for pid in self.lineage(pid).into_iter().rev() {
+            if let Some(&bubble) = self.process_bubbles.as_ref()?.get(&pid) {
+                parent = Some(bubble);
+                continue;
+            }
+            let spec = BubbleSpec {
+                name: format!("process {pid}"),
+                parent: parent.map(|p| self.set.get(p).name.clone()),
+                priority: 0,
+                burst: None,
+                load: None,
+            };
+            // A process whose bubble cannot be made goes in its parent's.
+            parent = self.make(spec).or(parent);
+            if let Some(bubble) = parent {
+                self.process_bubbles.as_mut()?.insert(pid, bubble);
+            }
         }
-        let parent = match self.process_parents.get(&pid) {
-            Some(&ppid) if ppid != pid && depth < 64 => self.process_bubble(ppid, depth + 1),
-            _ => None,
-        };
-        let spec = BubbleSpec {
-            name: format!("process {pid}"),
-            parent: parent.map(|p| self.set.get(p).name.clone()),
-            priority: 0,
-            burst: None,
-            load: None,
-        };
-        let bubble = self.make(spec).or(parent)?;
-        self.process_bubbles.as_mut()?.insert(pid, bubble);
-        Some(bubble)
+        parent
     }
 
     /// Adds a bubble made while running, unless [`MAX_MADE_BUBBLES`] were
@@ -577,6 +581,23 @@ mod tests {
         assert!(err.contains("the only automatic grouping is \"process\""), "{err}");
         let only_auto = BubbleRules::parse("auto = \"process\"\n", "r.toml").unwrap();
         assert!(only_auto.set().is_empty());
+    }
+
+    #[test]
+    fn auto_process_survives_parents_that_loop_through_reused_pids() {
+        let mut rules = BubbleRules::parse("auto = \"process\"\n", "r.toml").unwrap();
+        // 500 was started by 600 (its bubble made with 500's), and (a
+        // reused PID) 600 by 500: the chain of parents loops.
+        let first = rules.classify(&thread(500, 600, "a")).unwrap();
+        let second = rules.classify(&thread(600, 500, "b")).unwrap();
+        let third = rules.classify(&thread(700, 600, "c")).unwrap();
+        let set = rules.set();
+        assert_eq!(set.get(first).name, "process 500");
+        assert_eq!(set.get(second).name, "process 600");
+        assert_eq!(set.get(first).parent, Some(second));
+        assert_eq!(set.get(third).parent, Some(second));
+        assert_eq!(set.len(), 3, "no bubble made twice");
+        assert_eq!(rules.classify(&thread(500, 600, "a-2")), Some(first));
     }
 
     #[test]
