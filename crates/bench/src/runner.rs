@@ -124,11 +124,14 @@ impl Runner {
     }
 
     /// The options of a `pinlearn run` under `scheduler` that the bench's
-    /// own flags add: the topology for every run, the rules file and the
-    /// thread tree only where the policy places bubbles.
+    /// own flags add: the config file and the topology for every run, the
+    /// rules file and the thread tree only where the policy places bubbles.
     fn managed_options(&self, scheduler: &Scheduler) -> Vec<OsString> {
         let bubbles = matches!(scheduler.kind, SchedulerKind::Policy(policy) if policy.places_bubbles());
         let mut options: Vec<OsString> = Vec::new();
+        if let Some(config) = &self.config {
+            options.extend(["--config".into(), config.as_os_str().to_owned()]);
+        }
         if let Some((spec, map)) = &self.topology {
             options.extend(["--topology".into(), spec.into()]);
             if let Some(map) = map {
@@ -190,9 +193,6 @@ impl Runner {
                 }
                 if let Some(trace) = &spec.trace {
                     command.arg("--trace").arg(trace);
-                }
-                if let Some(config) = &self.config {
-                    command.arg("--config").arg(config);
                 }
                 command.args(self.managed_options(scheduler));
                 command.arg("--").arg(program).args(&program_args);
@@ -580,13 +580,13 @@ mod tests {
     }
 
     #[test]
-    fn the_bench_s_topology_reaches_every_run_and_bubbles_only_the_bubble_policies() {
+    fn the_bench_s_config_and_topology_reach_every_run_and_bubbles_only_the_bubble_policies() {
         let runner = Runner {
             exe: PathBuf::from("pinlearn"),
             cpus: None,
             cores: Vec::new(),
             own_session: true,
-            config: None,
+            config: Some(PathBuf::from("learner.toml")),
             bubbles: Some(PathBuf::from("rules.toml")),
             preload: Some("heartbeats,threads".parse().expect("valid")),
             topology: Some(("node:2 core:1 pu:1".into(), Some("0-1".parse().expect("valid")))),
@@ -598,7 +598,14 @@ mod tests {
                 .map(|o| o.into_string().expect("text"))
                 .collect()
         };
-        let topology = ["--topology", "node:2 core:1 pu:1", "--topology-map", "0-1"];
+        let topology = [
+            "--config",
+            "learner.toml",
+            "--topology",
+            "node:2 core:1 pu:1",
+            "--topology-map",
+            "0-1",
+        ];
         for name in ["os", "static", "learn"] {
             let mut expected = topology.to_vec();
             expected.extend(["--preload", "heartbeats"]);
@@ -610,6 +617,7 @@ mod tests {
             assert_eq!(options(name), expected, "{name}");
         }
         let plain = Runner {
+            config: None,
             bubbles: None,
             preload: Some("threads".parse().expect("valid")),
             topology: None,

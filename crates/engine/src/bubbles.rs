@@ -351,7 +351,7 @@ impl BubbleRules {
         let lineage = self.lineage(who.pid);
         let mut matching = self.matchers.iter().filter(|m| m.matches(who, &lineage));
         let Some(matcher) = matching.next() else {
-            return self.process_bubble(who.pid);
+            return self.process_bubble(&lineage);
         };
         let first = matcher.bubble;
         let split = matcher.split.and_then(|(priority, burst)| {
@@ -418,14 +418,14 @@ impl BubbleRules {
         bubble
     }
 
-    /// `auto = "process"`: the bubble "process PID", nested in the bubble of
-    /// the process that started it (made first if need be, down from the
-    /// farthest process pinlearn saw start: [`Self::lineage`]); `None`
-    /// without `auto`, or when no more bubbles may be made.
-    fn process_bubble(&mut self, pid: u32) -> Option<usize> {
+    /// `auto = "process"`: the bubble "process PID" of the first process of
+    /// `lineage` ([`Self::lineage`]), nested in the bubble of the process
+    /// that started it (made first if need be, down from the farthest);
+    /// `None` without `auto`, or when no more bubbles may be made.
+    fn process_bubble(&mut self, lineage: &[u32]) -> Option<usize> {
         self.process_bubbles.as_ref()?;
         let mut parent = None;
-        for pid in self.lineage(pid).into_iter().rev() {
+        for &pid in lineage.iter().rev() {
             if let Some(&bubble) = self.process_bubbles.as_ref()?.get(&pid) {
                 parent = Some(bubble);
                 continue;
