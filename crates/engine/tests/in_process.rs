@@ -5,8 +5,8 @@
 use pinlearn_engine::live::get_affinity;
 use pinlearn_engine::{Manager, PolicyChoice, Registration, Request, Settings};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::sync::{Arc, Barrier, mpsc};
+use std::time::{Duration, Instant};
 
 #[test]
 fn registered_threads_are_supervised_and_restored() {
@@ -27,12 +27,15 @@ fn registered_threads_are_supervised_and_restored() {
     let registered = Arc::new(Barrier::new(4));
     let stopped = Arc::new(Barrier::new(4));
     let checked = Arc::new(Barrier::new(4));
+    let (tid_tx, tid_rx) = mpsc::channel();
     let workers: Vec<_> = (0..3)
         .map(|_| {
             let (registrar, stop) = (manager.registrar().clone(), stop.clone());
             let (registered, stopped, checked) = (registered.clone(), stopped.clone(), checked.clone());
+            let tid_tx = tid_tx.clone();
             std::thread::spawn(move || {
                 let before = get_affinity(0).unwrap();
+                tid_tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
                 registrar.register_current_thread();
                 registered.wait();
                 let mut x = 1u64;
@@ -49,7 +52,17 @@ fn registered_threads_are_supervised_and_restored() {
     // An unregistered thread of the same process is left alone.
     let bystander_mask = get_affinity(0).unwrap();
     registered.wait();
-    std::thread::sleep(Duration::from_millis(300));
+    // Wait for the pins themselves, not for a fixed time: on a loaded machine
+    // three spinning workers can delay the manager's first periods.
+    let tids: Vec<u32> = tid_rx.iter().take(3).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !tids
+        .iter()
+        .all(|&tid| get_affinity(tid).is_ok_and(|mask| mask.len() == 1))
+    {
+        assert!(Instant::now() < deadline, "the workers were not pinned within 30 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     stop.store(true, Ordering::Relaxed);
     stopped.wait();
     let summary = manager.stop().expect("stop");
@@ -61,7 +74,7 @@ fn registered_threads_are_supervised_and_restored() {
         summary.threads
     );
     assert_eq!(summary.ended_by, "stopped");
-    assert!(summary.periods >= 10);
+    assert!(summary.periods >= 1, "the pins came from the manager's periods");
     let allowed = get_affinity(0).unwrap();
     for (before, during, after) in masks {
         assert_eq!(during.len(), 1, "static pins each worker to one core, got {during}");
