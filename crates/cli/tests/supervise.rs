@@ -500,7 +500,7 @@ fn run_with_duration_restores_while_the_program_runs_on() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shell.pid");
     let script = format!(
-        "echo $$ > \"{}\"; i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done",
+        "echo $$ > \"{}\"; i=0; while [ $i -lt 300000000 ]; do i=$((i+1)); done",
         file.display()
     );
     let manager = pinlearn()
@@ -523,14 +523,14 @@ fn run_with_duration_restores_while_the_program_runs_on() {
         .expect("run");
     let shell = pid_in(&file);
     std::thread::sleep(Duration::from_millis(900));
+    // A loaded machine can delay the restore past the 900 ms: wait for it
+    // (the program runs on until killed below, whatever the delay).
+    wait_until(Duration::from_secs(20), || {
+        masks(shell).values().all(|mask| *mask == all)
+    });
     assert!(
         std::path::Path::new(&format!("/proc/{shell}")).exists(),
         "the program must still run for this test"
-    );
-    assert!(
-        masks(shell).values().all(|mask| *mask == all),
-        "after --duration: {:?}",
-        masks(shell)
     );
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(shell as i32),
