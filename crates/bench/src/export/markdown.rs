@@ -21,12 +21,15 @@ pub fn to_markdown(results: &BenchResults) -> String {
     out += &format!(
         "- {} interleaved repeats per scheduler; times are the workload's own completion time in seconds; \
          \"vs os\" compares medians (negative: faster than Linux alone); \"paired vs os\" is the median \
-         over the repeats of the time divided by the os run of the same repeat, with its distribution-free \
-         95% interval (min..max, 94%, with 5 repeats); \"manager CPU\" is the manager's CPU time as a share \
-         of the workload's; \"OS-placed\" is the share of the periods the learner's do-no-harm guard left \
-         to Linux\n",
+         over the repeats of the time divided by the os run of the same repeat; \"manager CPU\" is the \
+         manager's CPU time as a share of the workload's; \"OS-placed\" is the share of the periods the \
+         learner's do-no-harm guard left to Linux\n",
         s.repeat
     );
+    let note = super::interval_note(&results.summary);
+    if !note.is_empty() {
+        out += &format!("- {note}\n");
+    }
     for (name, command) in &s.workloads {
         out += &format!("\n## {name}\n\n`{command}`\n\n");
         out += &summary_table(&results.summary, name).to_markdown();

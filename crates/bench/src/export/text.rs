@@ -10,6 +10,10 @@ pub fn to_text(results: &BenchResults) -> String {
         out += &format!("\n{name}: {command}\n");
         out += &summary_table(&results.summary, name).to_text();
     }
+    let note = super::interval_note(&results.summary);
+    if !note.is_empty() {
+        out += &format!("\n{note}\n");
+    }
     out += &super::best_static_notes(results, "  ");
     out
 }
