@@ -102,8 +102,8 @@ fn c_example_runs_the_manager_in_process_and_restores_affinity() {
         summary["threads_seen"], 3,
         "only the 3 registered workers are supervised: {summary}"
     );
-    // 100 periods asked for; a loaded machine (the tests run side by side)
-    // can delay some, never most.
+    // 100 periods asked for: 20 show the manager ran in periods even where a
+    // loaded machine (the tests run side by side) delays or stretches some.
     assert!(summary["periods"].as_u64().unwrap() >= 20, "2 s at 20 ms: {summary}");
     assert_eq!(summary["ended_by"], "stopped");
     assert!(
