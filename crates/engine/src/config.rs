@@ -683,6 +683,30 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_probes_never_file_leaves_linux_in_charge_for_good() {
+        let s = shipped("probes-never.toml", include_str!("../../../configs/probes-never.toml"));
+        let defaults = Settings::default();
+        assert_eq!(s.learn.moves, defaults.learn.moves);
+        assert_eq!(s.learn.pla, defaults.learn.pla);
+        assert_eq!(s.learn.objective, defaults.learn.objective);
+        let guard = s.learn.guard;
+        assert!(guard.enabled && guard.first == pinlearn_policy::Arm::Os);
+        assert_eq!(guard.window, defaults.learn.guard.window);
+        // Eight hours of 50 ms periods where Linux's every window shows both
+        // blind spots at their worst: the learner is never placed.
+        let mut guard = pinlearn_policy::Guard::new(guard);
+        let blind = pinlearn_policy::Signs {
+            waiting: Some(1.0),
+            queued: Some(1.0),
+        };
+        for period in 0..8 * 3600 * 20 {
+            let arm = guard.next(Some(1.0), blind);
+            assert_eq!(arm, pinlearn_policy::Arm::Os, "period {period}");
+        }
+        assert_eq!(guard.stats().os_share(), 1.0);
+    }
+
+    #[test]
     fn toml_sets_engine_and_learning_keys() {
         let s = Settings::from_toml_str(
             "interval = \"20ms\"\nmetric = \"cpu\"\npolicy = \"static\"\n[learn]\nobjective = \"balanced:0.5\"\n",

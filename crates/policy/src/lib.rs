@@ -40,7 +40,7 @@ pub use bubbles::{
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Moves, Start};
 pub use crowd::{Crowd, CrowdConfig, Occupant, node_areas};
-pub use guard::{Arm, Guard, GuardConfig, GuardStats, HandBack};
+pub use guard::{Arm, Guard, GuardConfig, GuardStats, HandBack, Signs};
 pub use layout::{Layout, PlaceKind, PlaceSpec};
 pub use learn::LearnPolicy;
 pub use objective::{Objective, ParseObjectiveError};
