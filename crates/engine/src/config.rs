@@ -32,7 +32,8 @@
 //! period_s = 2.0           # T_NUMA
 //! [sampling]               # the useful metric's CPU-clock samples
 //! rate_hz = 250
-//! every = 8                # sample during one core period in every 8
+//! every = 8                # threads switched to often: one core period in 8
+//! settled_every = 4        # threads settled in work: one core period in 4
 //! [sampling.waiting]       # code whose samples count as waiting
 //! libraries = ["libgomp.so*", "libomp.so*", "libiomp5.so*"]
 //! symbols = ["libc.so*:pthread_spin_lock", "libopen-pal.so*:opal_progress*"]
@@ -193,6 +194,13 @@ pub struct Sampling {
     /// interrupt per sample, which in a virtual machine slowed a program
     /// that sleeps and wakes at every barrier by 40% when always on.
     pub every: u32,
+    /// A thread rarely switched whose recent samples all fell in working
+    /// code is sampled during one core period in `settled_every`, its event
+    /// paused (not closed) in between: each sample is a timer interrupt
+    /// (an exit to the hypervisor in a virtual machine), which cost a
+    /// computing program about 1% at 250 Hz. A waiting sample brings it back
+    /// to every period. 1: every period.
+    pub settled_every: u32,
     /// Which code counts as waiting (`[sampling.waiting]`).
     pub waiting: crate::live::WaitingRules,
 }
@@ -202,6 +210,7 @@ impl Default for Sampling {
         Sampling {
             rate_hz: 250,
             every: 8,
+            settled_every: 4,
             waiting: crate::live::WaitingRules::default(),
         }
     }
@@ -302,6 +311,12 @@ impl Settings {
             return Err(EngineError::bad_input(format!(
                 "sampling every {} is out of range: use 1 (every period) to 1000",
                 self.sampling.every
+            )));
+        }
+        if !(1..=1000).contains(&self.sampling.settled_every) {
+            return Err(EngineError::bad_input(format!(
+                "sampling settled_every {} is out of range: use 1 (every period) to 1000",
+                self.sampling.settled_every
             )));
         }
         self.sampling.waiting.compile().map_err(EngineError::bad_input)?;
@@ -704,6 +719,22 @@ mod tests {
             assert_eq!(arm, pinlearn_policy::Arm::Os, "period {period}");
         }
         assert_eq!(guard.stats().os_share(), 1.0);
+    }
+
+    #[test]
+    fn sampling_keys_out_of_range_are_bad_input() {
+        for (text, needle) in [
+            ("[sampling]\nrate_hz = 0", "rate_hz 0 is out of range"),
+            ("[sampling]\nevery = 0", "every 0 is out of range"),
+            ("[sampling]\nsettled_every = 0", "settled_every 0 is out of range"),
+            ("[sampling]\nsettled_every = 1001", "settled_every 1001 is out of range"),
+        ] {
+            let error = Settings::from_toml_str(text).expect_err(text).to_string();
+            assert!(error.contains(needle), "{text}: {error}");
+        }
+        let one = Settings::from_toml_str("[sampling]\nsettled_every = 1").expect("parses");
+        assert_eq!(one.sampling.settled_every, 1);
+        assert_eq!(Settings::default().sampling.settled_every, 4);
     }
 
     #[test]

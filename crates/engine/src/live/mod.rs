@@ -141,6 +141,37 @@ fn sampling_gap(switches_per_s: f64, every: u64) -> u64 {
     every.max(by_rate).max(1)
 }
 
+/// What a thread's sampling event does in the coming period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Duty {
+    /// Open and sampling.
+    Sampling,
+    /// Open but disabled: costs a thread switched to rarely next to nothing.
+    Paused,
+    /// Closed: an open event costs on every switch, even disabled.
+    Closed,
+}
+
+/// The duty of a thread's event in the period after period `observed`: a
+/// thread switched to often (`gap` > 1, [`sampling_gap`]) samples one
+/// period in `gap` with its event closed in between; one settled in work
+/// ([`probe::CpuSamples::settled_in_work`]) samples one period in
+/// `settled_every` with it paused in between; any other every period.
+fn sampling_duty(gap: u64, settled_in_work: bool, settled_every: u64, observed: u64) -> Duty {
+    if gap > 1 {
+        return if observed.is_multiple_of(gap) {
+            Duty::Sampling
+        } else {
+            Duty::Closed
+        };
+    }
+    if settled_in_work && !observed.is_multiple_of(settled_every.max(1)) {
+        Duty::Paused
+    } else {
+        Duty::Sampling
+    }
+}
+
 /// Threads usually name themselves right after they start: re-read the
 /// name during this many periods.
 const NAME_PERIODS: u32 = 5;
@@ -229,8 +260,10 @@ struct SamplingSetup {
     refused: bool,
     /// Instruction pointers of one thread's period (reused).
     scratch: Vec<u64>,
-    /// Sample during one period in this many.
+    /// Sample during one period in this many (threads switched to often).
     every: u64,
+    /// Sample during one period in this many (threads settled in work).
+    settled_every: u64,
     /// Periods observed so far.
     observed: u64,
 }
@@ -351,6 +384,7 @@ impl LiveProcess {
             refused: false,
             scratch: Vec::new(),
             every: u64::from(settings.every.max(1)),
+            settled_every: u64::from(settings.settled_every.max(1)),
             observed: 0,
         });
         self
@@ -733,8 +767,11 @@ impl LiveProcess {
                         }
                     };
                     // After the period's samples are taken: turning sampling
-                    // off closes the event.
-                    let _ = probe.set_enabled(sampling.observed % gap == 0);
+                    // off closes the event; a thread settled in work keeps
+                    // it, paused outside its duty periods.
+                    let duty = sampling_duty(gap, probe.settled_in_work(), sampling.settled_every, sampling.observed);
+                    let _ = probe.set_enabled(duty != Duty::Closed);
+                    let _ = probe.set_paused(duty == Duty::Paused);
                     share
                 }
                 _ => None,
@@ -1025,6 +1062,28 @@ mod tests {
         assert_eq!(sampling_gap(190_000.0, 1000), 1000);
         assert_eq!(sampling_gap(f64::INFINITY, 8), 1_000_000);
         assert_eq!(sampling_gap(5000.0, 0), 5, "every 0 is read as 1");
+    }
+
+    #[test]
+    fn a_thread_settled_in_work_samples_one_period_in_settled_every() {
+        let duties =
+            |gap, settled, every| -> Vec<Duty> { (1..=8).map(|p| sampling_duty(gap, settled, every, p)).collect() };
+        use Duty::{Closed, Paused, Sampling};
+        // Not settled (it waited lately, or too few samples): every period.
+        assert_eq!(duties(1, false, 4), [Sampling; 8]);
+        // Settled in work: one period in 4, paused (kept open) otherwise.
+        assert_eq!(
+            duties(1, true, 4),
+            [Paused, Paused, Paused, Sampling, Paused, Paused, Paused, Sampling]
+        );
+        assert_eq!(duties(1, true, 1), [Sampling; 8], "settled_every 1: every period");
+        assert_eq!(duties(1, true, 0), [Sampling; 8], "0 is read as 1");
+        // Switched to often: the switches' gap decides, the event closed.
+        assert_eq!(
+            duties(2, true, 4),
+            [Closed, Sampling, Closed, Sampling, Closed, Sampling, Closed, Sampling]
+        );
+        assert_eq!(duties(2, false, 4), duties(2, true, 4));
     }
 
     #[test]

@@ -151,6 +151,12 @@ impl Instructions {
 /// few sampled periods when a thread ran little.
 const SAMPLE_FADE: f64 = 0.5;
 
+/// The faded count of work samples (and no waiting one) from which a
+/// thread counts as settled in work: at 250 Hz and 50 ms periods a thread
+/// running all the time adds 12.5 a sampled period, so about two such
+/// periods.
+const SETTLED_WORK_SAMPLES: f64 = 16.0;
+
 /// PERF_RECORD_SAMPLE (linux/perf_event.h).
 const RECORD_SAMPLE: u32 = 9;
 
@@ -165,6 +171,8 @@ const RECORD_SAMPLE: u32 = 9;
 pub struct CpuSamples {
     /// The open event while sampling is on.
     sampler: Option<Sampler>,
+    /// The open event is disabled for now ([`Self::set_paused`]).
+    paused: bool,
     tid: u32,
     period_ns: u64,
     ring_bytes: usize,
@@ -181,6 +189,7 @@ impl CpuSamples {
     pub fn open(tid: u32, period_ns: u64, ring_bytes: usize) -> io::Result<Self> {
         let mut samples = CpuSamples {
             sampler: None,
+            paused: false,
             tid,
             period_ns,
             ring_bytes,
@@ -208,11 +217,37 @@ impl CpuSamples {
                     .sampled(self.ring_bytes)?;
                 sampler.enable()?;
                 self.sampler = Some(sampler);
+                self.paused = false;
             }
             (false, true) => self.sampler = None,
             _ => {}
         }
         Ok(())
+    }
+
+    /// Pauses sampling (`true`) or resumes it, keeping the event open: a
+    /// paused event costs a thread switched to rarely next to nothing, and
+    /// resuming needs no new event. Nothing while sampling is off.
+    pub fn set_paused(&mut self, paused: bool) -> io::Result<()> {
+        match self.sampler.as_mut() {
+            Some(sampler) if paused != self.paused => {
+                if paused {
+                    sampler.disable()?;
+                } else {
+                    sampler.enable()?;
+                }
+                self.paused = paused;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the thread's recent samples all fell in working code: at
+    /// least [`SETTLED_WORK_SAMPLES`] of them (faded), none waiting in its
+    /// last sampled periods (a waiting sample fades below a half within two).
+    pub fn settled_in_work(&self) -> bool {
+        self.work >= SETTLED_WORK_SAMPLES && self.waiting < 0.5
     }
 
     /// Moves the instruction pointers of every sample in the ring to `ips`
@@ -648,6 +683,72 @@ mod tests {
         assert!(taken(&mut samples) > 0, "samples once on again");
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         spinning.join().expect("the spinning thread ended");
+    }
+
+    #[test]
+    fn a_paused_event_stays_open_and_takes_no_samples() {
+        if sampling_supported().is_err() {
+            eprintln!("skipped: CPU-clock sampling is refused here");
+            return;
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let spinning = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                tid_tx.send(nix::unistd::gettid().as_raw() as u32).expect("send tid");
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        let tid = tid_rx.recv().expect("the thread started");
+        let mut samples = CpuSamples::open(tid, 1_000_000, 4096).expect("sampling is supported");
+        let taken = |samples: &mut CpuSamples| {
+            std::thread::sleep(std::time::Duration::from_millis(60));
+            let mut ips = Vec::new();
+            samples.drain(&mut ips);
+            ips.len()
+        };
+        use std::os::fd::AsRawFd;
+        let fd = samples.sampler.as_ref().expect("on").as_raw_fd();
+        assert!(taken(&mut samples) > 0, "samples while sampling");
+        samples.set_paused(true).expect("pause");
+        assert_eq!(taken(&mut samples), 0, "no samples while paused");
+        assert!(is_perf_event(fd), "the event stays open while paused");
+        samples.set_paused(false).expect("resume");
+        assert!(taken(&mut samples) > 0, "samples once resumed");
+        // Paused, then closed and opened again: the new event samples.
+        samples.set_paused(true).expect("pause");
+        samples.set_enabled(false).expect("off");
+        samples.set_enabled(true).expect("on again");
+        assert!(taken(&mut samples) > 0, "a new event is not paused");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spinning.join().expect("the spinning thread ended");
+    }
+
+    #[test]
+    fn a_thread_is_settled_in_work_once_its_recent_samples_are_all_work() {
+        let with = |work: f64, waiting: f64| CpuSamples {
+            sampler: None,
+            paused: false,
+            tid: 0,
+            period_ns: 4_000_000,
+            ring_bytes: 4096,
+            work,
+            waiting,
+            unmapped: 0,
+        };
+        assert!(with(25.0, 0.0).settled_in_work(), "two full periods of work");
+        assert!(!with(10.0, 0.0).settled_in_work(), "too few samples yet");
+        assert!(
+            !with(25.0, 1.0).settled_in_work(),
+            "a waiting sample in the last period"
+        );
+        // One waiting sample fades below a half after two sampled periods
+        // of work only.
+        assert!(!with(25.0, 0.5).settled_in_work());
+        assert!(with(25.0, 0.25).settled_in_work());
     }
 
     #[test]
