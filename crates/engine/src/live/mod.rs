@@ -214,6 +214,11 @@ pub struct LiveProcess {
     /// A change of the cpuset not yet taken by the supervisor.
     cpuset_change: Option<CpuSet>,
     tasks: TaskWatcher,
+    /// The registered threads (`Scope::only`) at the last scan: a thread
+    /// registered since is listed at once, even where the thread count did
+    /// not change (one started, another ended), so an in-process wake-up
+    /// places every thread its bubbles hold.
+    registered_seen: Option<HashSet<u32>>,
     heartbeats: Heartbeats,
     /// Tids found in a heartbeat channel this period (scratch).
     beating: HashSet<u32>,
@@ -275,6 +280,7 @@ impl LiveProcess {
         let mut process = LiveProcess {
             // Attached to an ancestor of pinlearn, never watch pinlearn.
             tasks: TaskWatcher::new(scope.root, scope.children).skipping(std::process::id()),
+            registered_seen: None,
             scope,
             metric,
             place_cpus: Vec::new(),
@@ -529,6 +535,15 @@ impl LiveProcess {
 
     /// Every live (pid, tid) of the scope.
     fn discover(&mut self) -> Vec<(u32, u32)> {
+        let registered = self
+            .scope
+            .only
+            .as_ref()
+            .map(|set| set.lock().map(|s| s.clone()).unwrap_or_default());
+        if registered.is_some() && registered != self.registered_seen {
+            self.tasks.rescan();
+            self.registered_seen.clone_from(&registered);
+        }
         let scan = self.tasks.scan();
         for &pid in &scan.ended {
             self.process_original.remove(&pid);
@@ -544,11 +559,6 @@ impl LiveProcess {
                 let _ = pinlearn_heartbeat::remove_bubble_channel(pid);
             }
         }
-        let registered = self
-            .scope
-            .only
-            .as_ref()
-            .map(|set| set.lock().map(|s| s.clone()).unwrap_or_default());
         let mut threads = scan.threads;
         threads.retain(|(_, tid)| {
             !self.scope.exclude.contains(tid) && registered.as_ref().is_none_or(|set| set.contains(tid))
