@@ -645,33 +645,63 @@ mod tests {
         std::fs::read_link(format!("/proc/self/fd/{fd}")).is_ok_and(|t| t.to_string_lossy().contains("perf_event"))
     }
 
+    /// A thread of this test binary spinning until stopped.
+    struct Spinning {
+        tid: u32,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        thread: std::thread::JoinHandle<()>,
+    }
+
+    impl Spinning {
+        fn start() -> Self {
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+            let thread = {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    tid_tx.send(nix::unistd::gettid().as_raw() as u32).expect("send tid");
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            };
+            let tid = tid_rx.recv().expect("the thread started");
+            Spinning { tid, stop, thread }
+        }
+
+        /// A spinning thread sampled every millisecond of its CPU time, and
+        /// the event's file descriptor; `None` (said) where sampling is refused.
+        fn sampled() -> Option<(Self, CpuSamples, i32)> {
+            if sampling_supported().is_err() {
+                eprintln!("skipped: CPU-clock sampling is refused here");
+                return None;
+            }
+            let spinning = Spinning::start();
+            let samples = CpuSamples::open(spinning.tid, 1_000_000, 4096).expect("sampling is supported");
+            use std::os::fd::AsRawFd;
+            let fd = samples.sampler.as_ref().expect("on").as_raw_fd();
+            Some((spinning, samples, fd))
+        }
+
+        fn stop(self) {
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.thread.join().expect("the spinning thread ended");
+        }
+    }
+
+    /// The samples `samples` takes in the next 60 ms (drained).
+    fn taken(samples: &mut CpuSamples) -> usize {
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let mut ips = Vec::new();
+        samples.drain(&mut ips);
+        ips.len()
+    }
+
     #[test]
     fn sampling_off_closes_the_event_and_on_opens_it_again() {
-        if sampling_supported().is_err() {
-            eprintln!("skipped: CPU-clock sampling is refused here");
+        let Some((spinning, mut samples, fd)) = Spinning::sampled() else {
             return;
-        }
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let spinning = {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                tid_tx.send(nix::unistd::gettid().as_raw() as u32).expect("send tid");
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
         };
-        let tid = tid_rx.recv().expect("the thread started");
-        let mut samples = CpuSamples::open(tid, 1_000_000, 4096).expect("sampling is supported");
-        let taken = |samples: &mut CpuSamples| {
-            std::thread::sleep(std::time::Duration::from_millis(60));
-            let mut ips = Vec::new();
-            samples.drain(&mut ips);
-            ips.len()
-        };
-        use std::os::fd::AsRawFd;
-        let fd = samples.sampler.as_ref().expect("on").as_raw_fd();
         assert!(is_perf_event(fd), "open while on");
         assert!(taken(&mut samples) > 0, "samples while on");
         samples.set_enabled(false).expect("off");
@@ -681,37 +711,14 @@ mod tests {
         assert_eq!(taken(&mut samples), 0, "no samples while off");
         samples.set_enabled(true).expect("on again");
         assert!(taken(&mut samples) > 0, "samples once on again");
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        spinning.join().expect("the spinning thread ended");
+        spinning.stop();
     }
 
     #[test]
     fn a_paused_event_stays_open_and_takes_no_samples() {
-        if sampling_supported().is_err() {
-            eprintln!("skipped: CPU-clock sampling is refused here");
+        let Some((spinning, mut samples, fd)) = Spinning::sampled() else {
             return;
-        }
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let spinning = {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                tid_tx.send(nix::unistd::gettid().as_raw() as u32).expect("send tid");
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
         };
-        let tid = tid_rx.recv().expect("the thread started");
-        let mut samples = CpuSamples::open(tid, 1_000_000, 4096).expect("sampling is supported");
-        let taken = |samples: &mut CpuSamples| {
-            std::thread::sleep(std::time::Duration::from_millis(60));
-            let mut ips = Vec::new();
-            samples.drain(&mut ips);
-            ips.len()
-        };
-        use std::os::fd::AsRawFd;
-        let fd = samples.sampler.as_ref().expect("on").as_raw_fd();
         assert!(taken(&mut samples) > 0, "samples while sampling");
         samples.set_paused(true).expect("pause");
         assert_eq!(taken(&mut samples), 0, "no samples while paused");
@@ -723,8 +730,7 @@ mod tests {
         samples.set_enabled(false).expect("off");
         samples.set_enabled(true).expect("on again");
         assert!(taken(&mut samples) > 0, "a new event is not paused");
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        spinning.join().expect("the spinning thread ended");
+        spinning.stop();
     }
 
     #[test]
