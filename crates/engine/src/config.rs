@@ -307,17 +307,15 @@ impl Settings {
                 self.sampling.rate_hz
             )));
         }
-        if !(1..=1000).contains(&self.sampling.every) {
-            return Err(EngineError::bad_input(format!(
-                "sampling every {} is out of range: use 1 (every period) to 1000",
-                self.sampling.every
-            )));
-        }
-        if !(1..=1000).contains(&self.sampling.settled_every) {
-            return Err(EngineError::bad_input(format!(
-                "sampling settled_every {} is out of range: use 1 (every period) to 1000",
-                self.sampling.settled_every
-            )));
+        for (key, periods) in [
+            ("every", self.sampling.every),
+            ("settled_every", self.sampling.settled_every),
+        ] {
+            if !(1..=1000).contains(&periods) {
+                return Err(EngineError::bad_input(format!(
+                    "sampling {key} {periods} is out of range: use 1 (every period) to 1000"
+                )));
+            }
         }
         self.sampling.waiting.compile().map_err(EngineError::bad_input)?;
         self.learn.validate().map_err(|e| EngineError::bad_input(e.to_string()))
