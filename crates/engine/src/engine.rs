@@ -127,8 +127,12 @@ struct ThreadRecord {
     /// Periods scored by each source, in the order first seen.
     sources: Vec<(&'static str, u64)>,
     waiting: Running,
-    /// Its bubble's name (`--bubbles`), for summaries.
+    /// Its bubble's name (`--bubbles`) now, for the status.
     bubble: Option<String>,
+    /// The last bubble it was in, for the summary: a thread leaves its
+    /// bubble as it ends (the preload's thread tree), and a period may see
+    /// it between the two.
+    was_in: Option<String>,
 }
 
 /// The manager: a policy, the places it chooses among, and per-thread records.
@@ -362,6 +366,7 @@ impl Engine {
                 sources: Vec::new(),
                 waiting: Running::default(),
                 bubble: None,
+                was_in: None,
             });
             if record.ended {
                 record.ended = false;
@@ -404,6 +409,9 @@ impl Engine {
                 if record.bubble.as_ref() != name {
                     record.bubble = name.cloned();
                     placement_changed = true;
+                }
+                if name.is_some() {
+                    record.was_in = name.cloned();
                 }
             }
             if let Some(trace) = self.trace.as_mut() {
@@ -595,7 +603,7 @@ impl Engine {
                     .max_by_key(|(_, periods)| *periods)
                     .map(|(source, _)| *source),
                 waiting_share: r.waiting.mean(),
-                bubble: r.bubble.clone(),
+                bubble: r.was_in.clone(),
                 repins: r.repins,
                 last_place: self.place_name(r.place),
                 time_on: {
@@ -800,6 +808,30 @@ mod tests {
         target.threads.push((2, Some(1.0)));
         engine.step(&mut target, 2.0).expect("step");
         assert_eq!(engine.load_of, vec![Some(0.0), None]);
+    }
+
+    #[test]
+    fn a_thread_that_leaves_its_bubble_as_it_ends_is_summarised_in_it() {
+        // The preload's thread tree takes a thread out of its bubble as it
+        // ends; a period can see it still alive and in no bubble.
+        let places = places();
+        let declared = DeclaredBubbles::new(None);
+        let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None)
+            .with_declared_bubbles(declared.clone());
+        let mut target = FakeTarget {
+            threads: vec![(1, Some(1.0))],
+            initial: None,
+            placed: Vec::new(),
+            memory: Vec::new(),
+        };
+        let bubble = declared.create(Some("work"), None).expect("create");
+        declared.insert_thread(bubble, 1).expect("insert");
+        engine.step(&mut target, 0.0).expect("step");
+        declared.remove_thread(1).expect("remove");
+        engine.step(&mut target, 1.0).expect("step");
+        let (_, now) = engine.placement();
+        assert_eq!(now[0].bubble, None, "the status shows where it is now");
+        assert_eq!(engine.thread_summaries()[0].bubble.as_deref(), Some("work"));
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub use aspiration::{
 };
 pub use bubbles::{
     BAR_TICKS, Bubble, BubbleError, BubbleSet, BubbleSpec, BubblesPolicy, DEFAULT_REMOTE_COST, Member, QUIET_PERIODS,
-    REGENERATE_PERIODS, spread,
+    REGENERATE_PERIODS, SETTLING_PERIODS, spread,
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Moves, Start};
 pub use crowd::{Crowd, CrowdConfig, Occupant, node_areas};

@@ -6,7 +6,7 @@
 use pinlearn_policy::{
     BAR_TICKS, BubbleError, BubbleInput, BubbleSet, BubbleSpec, BubblesPolicy, CrowdConfig, DEFAULT_REMOTE_COST,
     GuardConfig, Layout, Member, PeriodInput, PlaceKind, PlaceTree, Policy, QUIET_PERIODS, REGENERATE_PERIODS,
-    ThreadSample, spread,
+    SETTLING_PERIODS, ThreadSample, spread,
 };
 use proptest::prelude::*;
 use std::ops::Range;
@@ -378,6 +378,70 @@ fn the_policy_regenerates_once_a_group_blocks() {
     }
     assert!(regenerated_at.is_some(), "c never came back together");
     assert_eq!(policy.regenerations(), 1);
+}
+
+#[test]
+fn threads_seen_before_their_bubble_join_it_whole_once_it_is_known() {
+    // A program's creators each start two leaves (the preload's thread
+    // tree): a new thread runs for a moment before it joins its creator's
+    // bubble, so the first period may see threads with no bubble yet. Two
+    // families of three (creator, two leaves) on two one-core nodes: once
+    // the bubbles are known, each family is on a node of its own, whatever
+    // the first period made of what it saw (both cases seen live).
+    let (layout, tree, ranges) = machine(2, 1, &[]);
+    let family = [("main", None), ("fam0", Some("main")), ("fam1", Some("main"))];
+    let node = |place: usize| node_of(&layout, &ranges, place);
+    let period = |policy: &mut BubblesPolicy, period: u64, set: &BubbleSet, of: &[Option<usize>]| {
+        let keys: Vec<u64> = (0..of.len() as u64).collect();
+        let threads = samples(&keys, &[]);
+        let input = BubbleInput {
+            set,
+            of,
+            loads: &[],
+            shakes: 0,
+            processes: &[],
+        };
+        policy
+            .decide(&with_bubbles(period, period as f64 * 0.05, &threads, input))
+            .place
+    };
+    // (bubbles known at period 0, each thread's bubble then, each one's after)
+    type Bubbles<'a> = &'a [Option<usize>];
+    let cases: [(usize, Bubbles, Bubbles); 2] = [
+        // fam0's leaves and fam1's creator not in a bubble yet, fam1's leaves unseen
+        (
+            2,
+            &[Some(0), Some(1), None, None, None],
+            &[Some(0), Some(1), Some(1), Some(1), Some(2), Some(2), Some(2)],
+        ),
+        // both creators in their bubbles, all four leaves not yet
+        (
+            3,
+            &[Some(0), Some(1), Some(2), None, None, None, None],
+            &[Some(0), Some(1), Some(2), Some(1), Some(1), Some(2), Some(2)],
+        ),
+    ];
+    for (known, first, after) in cases {
+        let mut policy = unguarded(&layout, tree.clone());
+        period(&mut policy, 0, &bubbles(&family[..known]), first);
+        let all = bubbles(&family);
+        for p in 1..=u64::from(SETTLING_PERIODS) + 2 {
+            let place = period(&mut policy, p, &all, after);
+            let nodes_of = |bubble: usize| -> std::collections::BTreeSet<_> {
+                (0..after.len())
+                    .filter(|&t| after[t] == Some(bubble))
+                    .map(|t| node(place[t]))
+                    .collect()
+            };
+            let (fam0, fam1) = (nodes_of(1), nodes_of(2));
+            assert_eq!(fam0.len(), 1, "period {p}: fam0 whole: {place:?} ({first:?})");
+            assert_eq!(fam1.len(), 1, "period {p}: fam1 whole: {place:?} ({first:?})");
+            assert!(
+                fam0.is_disjoint(&fam1) && !fam0.contains(&None),
+                "one family per node: {place:?}"
+            );
+        }
+    }
 }
 
 #[test]

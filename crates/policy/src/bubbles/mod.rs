@@ -9,6 +9,8 @@
 //!     threads + input.bubbles (the set as it stands and each thread's
 //!     bubble, from the engine)
 //!        │ reconcile: new / ended threads, bubble changes, a new set ─► respread now
+//!        │       (a young thread joining a bubble: the bubble's young
+//!        │       threads are placed afresh, SETTLING_PERIODS)
 //!        │ load: the one the program declared for the thread, if any
 //!        │       (a change respreads now), else 1 while the thread runs,
 //!        │       0 after QUIET_PERIODS periods without a speed (blocked:
@@ -74,6 +76,19 @@ use std::collections::HashMap;
 /// period in eight (seen live: workers of a busy machine read as blocked,
 /// and their bubbles moved).
 pub const QUIET_PERIODS: u32 = 10;
+
+/// Periods in which a new thread is young (0.25 s at the default period).
+/// A thread runs for a moment before it joins its bubble (the preload's
+/// thread tree: it joins its creator's bubble as it starts; rules on
+/// names: a name the thread sets itself), so a period may see it in no
+/// bubble, or its creator alone in the bubble, and place them apart; a
+/// respread that kept those places would split the bubble for good (seen
+/// live: two families of a creator and two leaves on two one-core nodes,
+/// split in 5 runs of 40 beside two busy loops). When a young thread joins
+/// a bubble, the bubble's young threads, which have touched little memory
+/// yet, are placed afresh, together, as if just started. Threads that start
+/// in their bubble (declared before they run) are not moved for it.
+pub const SETTLING_PERIODS: u32 = 5;
 
 /// Fewest periods between two regenerations caused by loads changing (the
 /// paper warns of ping-pong); threads appearing, ending or changing bubble
@@ -288,6 +303,8 @@ impl BubbleSet {
 struct Tracked {
     key: ThreadKey,
     bubble: Option<usize>,
+    /// Periods it has been tracked, up to [`SETTLING_PERIODS`].
+    age: u32,
     /// Periods in a row without a measured speed.
     quiet: u32,
     /// The load its program declared (`None`: measured).
@@ -504,6 +521,8 @@ impl BubblesPolicy {
         let count = self.bubbles.len();
         let bubble_of = |i: usize| of.get(i).copied().flatten().filter(|&b| b < count);
         let mut previous = std::mem::take(&mut self.threads).into_iter().peekable();
+        // Bubbles a young thread joined since the last period.
+        let mut rejoined: Vec<usize> = Vec::new();
         for (i, sample) in input.threads.iter().enumerate() {
             while previous.next_if(|t| t.key < sample.key).is_some() {
                 changed = true;
@@ -519,6 +538,13 @@ impl BubblesPolicy {
             let tracked = match previous.next_if(|t| t.key == sample.key) {
                 Some(mut tracked) => {
                     changed |= tracked.bubble != bubble || tracked.declared != declared;
+                    if tracked.bubble != bubble
+                        && tracked.age < SETTLING_PERIODS
+                        && let Some(joined) = bubble
+                    {
+                        rejoined.push(joined);
+                    }
+                    tracked.age = tracked.age.saturating_add(1).min(SETTLING_PERIODS);
                     tracked.bubble = bubble;
                     tracked.declared = declared;
                     tracked.quiet = if measured { 0 } else { tracked.quiet.saturating_add(1) };
@@ -531,6 +557,7 @@ impl BubblesPolicy {
                     Tracked {
                         key: sample.key,
                         bubble,
+                        age: 0,
                         quiet: 0,
                         declared,
                         spread_load: 1.0,
@@ -545,6 +572,12 @@ impl BubblesPolicy {
                 }
             };
             self.threads.push(tracked);
+        }
+        // Their young threads are placed afresh, together (SETTLING_PERIODS).
+        for thread in &mut self.threads {
+            if thread.age < SETTLING_PERIODS && thread.bubble.is_some_and(|b| rejoined.contains(&b)) {
+                thread.place = None;
+            }
         }
         changed | previous.next().is_some()
     }
