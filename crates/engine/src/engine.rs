@@ -776,18 +776,26 @@ mod tests {
         assert_eq!(engine.threads.len(), 3 + ENDED_LISTED, "memory stays bounded");
     }
 
-    #[test]
-    fn a_thread_that_ends_leaves_its_bubble_and_its_declared_load() {
+    /// The static policy's engine with in-process bubbles declared through
+    /// the returned handle, and a target whose threads `tids` run at full
+    /// speed, placed nowhere yet.
+    fn static_with_declared_bubbles(tids: &[ThreadKey]) -> (Engine, DeclaredBubbles, FakeTarget) {
         let places = places();
         let declared = DeclaredBubbles::new(None);
-        let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None)
+        let engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None)
             .with_declared_bubbles(declared.clone());
-        let mut target = FakeTarget {
-            threads: vec![(1, Some(1.0)), (2, Some(1.0))],
+        let target = FakeTarget {
+            threads: tids.iter().map(|&tid| (tid, Some(1.0))).collect(),
             initial: None,
             placed: Vec::new(),
             memory: Vec::new(),
         };
+        (engine, declared, target)
+    }
+
+    #[test]
+    fn a_thread_that_ends_leaves_its_bubble_and_its_declared_load() {
+        let (mut engine, declared, mut target) = static_with_declared_bubbles(&[1, 2]);
         let bubble = declared.create(Some("work"), None).expect("create");
         for tid in [1, 2] {
             declared.insert_thread(bubble, tid).expect("insert");
@@ -814,16 +822,7 @@ mod tests {
     fn a_thread_that_leaves_its_bubble_as_it_ends_is_summarised_in_it() {
         // The preload's thread tree takes a thread out of its bubble as it
         // ends; a period can see it still alive and in no bubble.
-        let places = places();
-        let declared = DeclaredBubbles::new(None);
-        let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None)
-            .with_declared_bubbles(declared.clone());
-        let mut target = FakeTarget {
-            threads: vec![(1, Some(1.0))],
-            initial: None,
-            placed: Vec::new(),
-            memory: Vec::new(),
-        };
+        let (mut engine, declared, mut target) = static_with_declared_bubbles(&[1]);
         let bubble = declared.create(Some("work"), None).expect("create");
         declared.insert_thread(bubble, 1).expect("insert");
         engine.step(&mut target, 0.0).expect("step");
