@@ -85,14 +85,15 @@ pub struct SimArgs {
     pub spin: Option<Duration>,
     /// barrier, barrier-spin, heat, pipeline: how long the real program a run stands for works between two
     /// waits (a round, an item), e.g. 5ms; it sets how much its waking threads preempt another session's program
-    /// (--load-session own) [default: enough to take all they can, as sub-millisecond rounds do]; the simulated
-    /// rounds (100ms) and items (25ms) keep their length
+    /// (--load-session own), and how soon a pipeline's queues fill while a consumer waits for that program
+    /// [default: enough to take all they can, as sub-millisecond rounds do; no queue fills]; the simulated rounds
+    /// (100ms) and items (25ms) keep their length
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub grain: Option<Duration>,
     /// pipeline: relative work per item of each stage
     #[arg(long, value_delimiter = ',', default_value = "2,1,1", value_name = "LIST")]
     pub stages: Vec<f64>,
-    /// pipeline: queue capacity between stages, in items
+    /// pipeline: queue capacity between stages, in items (with --grain, of the real program's queues too)
     #[arg(long, default_value_t = WorkloadSpec::default().queue_capacity)]
     pub queue_capacity: u64,
     /// Session of the background load: same (its threads compete thread against thread

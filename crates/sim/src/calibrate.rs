@@ -8,7 +8,8 @@
 //!      ▼
 //!   per workload: WorkloadSpec from its command (aco and binpack ─► barrier,
 //!      │          aco --sync spin* ─► barrier-spin with its --spin, pipeline
-//!      │          ─► pipeline with its --stages, the rest ─► independent),
+//!      │          ─► pipeline with its --stages and --capacity, the rest ─►
+//!      │          independent),
 //!      │          each with its main thread asleep in join, sized per
 //!      │          level to the real os time of that level without load (X.1)
 //!      ▼
@@ -293,6 +294,11 @@ pub fn sim_workload(name: &str, command: &str) -> Result<(WorkloadSpec, Option<f
                     .map(|s| s.parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0))
                     .collect::<Option<Vec<f64>>>()
                     .ok_or_else(|| format!("{name}: --stages {stages} is not a list of positive numbers"))?;
+            }
+            // The real queues' capacity: with the grain, how long they
+            // take to fill (`machine.rs`, full queues).
+            if let Some(capacity) = count_of("--capacity") {
+                spec.queue_capacity = capacity as u64;
             }
         }
         // Cycles over the candidate pool, two blocking barriers each.
@@ -698,9 +704,11 @@ mod tests {
         let (pipeline, waits) =
             sim_workload("pipeline", "pinlearn work pipeline --stages 3,1,1 --items 200000").expect("maps");
         assert_eq!(
-            (pipeline.kind, pipeline.stages, waits),
-            (WorkloadKind::Pipeline, vec![3.0, 1.0, 1.0], Some(200_000.0))
+            (pipeline.kind, pipeline.stages, pipeline.queue_capacity, waits),
+            (WorkloadKind::Pipeline, vec![3.0, 1.0, 1.0], 64, Some(200_000.0))
         );
+        let (long_queues, _) = sim_workload("pipeline", "pinlearn work pipeline --capacity 4096").expect("maps");
+        assert_eq!(long_queues.queue_capacity, 4096);
         let (binpack, waits) = sim_workload("binpack", "pinlearn work binpack --max-cycles 160").expect("maps");
         assert_eq!((binpack.kind, waits), (WorkloadKind::Barrier, Some(320.0)));
         let (stream, waits) = sim_workload("stream", "pinlearn work stream --size 0.5").expect("maps");

@@ -64,6 +64,11 @@
 //! long a thread works between two waits, `--grain`; the slice: Linux's,
 //! 0.7 ms × (1 + log2(min(CPUs, 8)))). A program's main thread, asleep in
 //! join (`WorkloadSpec::main_thread`, set by calibration), never wakes.
+//! A pipeline stage whose consumers all live alone (among the program's
+//! workers) beside the other session's program waits for its slices; where
+//! the grain is given, their producers fill the queue meanwhile and block on
+//! it, runnable only `(min(L, B) + D) / (L + D)` of the time (L the slice,
+//! B the time to fill the queue, D the time to drain it again).
 //!
 //! **NUMA.** A thread's memory lives on the node where it first did work
 //! (first touch). With memory intensity `m_i` ∈ [0, 1] and NUMA factor `F`

@@ -21,6 +21,8 @@
 //!                           wait, at barriers or queues, live on the core, the program's threads
 //!                           take up to 0.9 of it, min(1, slice / grain) of the way there)
 //!                 cpu_i   = share_i · cap_core                      (nominal core-seconds per second)
+//!                           × (1 − stall_i): a pipeline's producer whose consumers all wait for
+//!                           another session's slices blocks on its full queue (grain given)
 //!                 work_i  = cpu_i / (1 + (F − 1) · m_i · [memory node ≠ core node])
 //!               integrate run, wait, cpu, work, instructions over h
 //!               NUMA balancing (when on): a thread whose CPU time on one node
@@ -261,6 +263,14 @@ pub struct SimMachine {
     /// The program's live workers per core, runnable or asleep (counted
     /// only when `wake_preempts`; a main thread asleep in join never wakes).
     residents: Vec<u32>,
+    /// A pipeline's real time per item of its slowest stage (its grain),
+    /// where its queues can fill while a consumer waits for another
+    /// session's program: `None` unless the program is a pipeline, the
+    /// background another session's and the grain given ([`Self::full_queue_stalls`]).
+    queue_grain_s: Option<f64>,
+    /// Per thread, the share of its time it is blocked on a full queue
+    /// ([`Self::full_queue_stalls`]); 0 for every thread of other programs.
+    queue_stall: Vec<f64>,
     /// Their sum over the cores (R).
     runnable_total: f64,
     /// The balancer's load per core: the background's weight plus the
@@ -352,6 +362,10 @@ impl SimMachine {
         } else {
             0.0
         };
+        let queue_grain_s = spec
+            .grain_s
+            .filter(|g| g.is_finite() && *g > 0.0)
+            .filter(|_| params.load_session == LoadSession::Own && program.stages().is_some());
         let mut machine = SimMachine {
             params,
             core_node,
@@ -368,6 +382,8 @@ impl SimMachine {
             threads: Vec::with_capacity(spec.tasks()),
             runnable: vec![0.0; m],
             wake_preempts,
+            queue_grain_s,
+            queue_stall: vec![0.0; spec.tasks()],
             wakes_up_births: false,
             residents: vec![0; m],
             runnable_total: 0.0,
@@ -579,6 +595,65 @@ impl SimMachine {
         for core in 0..self.load.len() {
             self.load[core] = self.bg[core] + self.program_load(self.runnable[core], total);
         }
+        self.full_queue_stalls();
+    }
+
+    /// Where every consumer of a pipeline's queue lives alone (among the
+    /// program's workers) on a core beside another session's program, it
+    /// gets the core only between that program's slices: while it waits a
+    /// slice, its producers fill the queue and then block on it. Over one
+    /// such cycle (slice L, the queue's real capacity in time B = items x
+    /// the producer's real time per item, consumer/producer time per item
+    /// r < 1) the producer works min(L, B) while the consumer waits and
+    /// the drain D = min(L, B) r / (1 - r) while it catches up, so it keeps
+    /// (min(L, B) + D) / (L + D) of its time and is blocked for the rest.
+    /// Below the simulated items' scale (25 ms), so the fluid queues cannot
+    /// show it; measured: `pinlearn work pipeline --stages 3,1,1` pinned
+    /// with its middle stage beside another session's busy loop took 1.9x
+    /// its time without the loop with queues of 64 items (0.5 ms of its
+    /// first stage), 0.8x with 4096 (docs/simulator.md).
+    fn full_queue_stalls(&mut self) {
+        let Some(grain) = self.queue_grain_s else {
+            return;
+        };
+        let Some(stages) = self.program.stages() else {
+            return;
+        };
+        let (stage_threads, stage_work) = (stages.threads, stages.work);
+        self.queue_stall.iter_mut().for_each(|stall| *stall = 0.0);
+        // Each stage's time per item, all its threads together (the
+        // slowest stage's, in the real program, is the grain).
+        let pace: Vec<f64> = stage_threads
+            .iter()
+            .zip(stage_work)
+            .map(|(threads, work)| work / threads.len().max(1) as f64)
+            .collect();
+        let slowest = pace.iter().copied().fold(0.0, f64::max);
+        if slowest <= 0.0 {
+            return;
+        }
+        let slice = scheduler_slice_s(self.cores());
+        let capacity = stages.capacity as f64;
+        let tasks = self.program.tasks();
+        for stage in 0..stage_threads.len().saturating_sub(1) {
+            let (producer, consumer) = (pace[stage], pace[stage + 1]);
+            let ratio = consumer / producer.max(f64::MIN_POSITIVE);
+            let consumers = &stage_threads[stage + 1];
+            let all_wait = consumers.iter().any(|&j| tasks[j].activity.exists())
+                && consumers.iter().filter(|&&j| tasks[j].activity.exists()).all(|&j| {
+                    let core = self.threads[j].core;
+                    self.bg[core] > 0.0 && self.residents[core] < 2
+                });
+            if ratio >= 1.0 || !all_wait {
+                continue;
+            }
+            let filling = (capacity * grain * producer / slowest).min(slice);
+            let drain = filling * ratio / (1.0 - ratio);
+            let kept = (filling + drain) / (slice + drain);
+            for &i in &stage_threads[stage] {
+                self.queue_stall[i] = 1.0 - kept;
+            }
+        }
     }
 
     /// What runnable program weight `weight` on a core weighs in the
@@ -713,6 +788,9 @@ impl SimMachine {
             let core = self.threads[index].core;
             let node = self.core_node[core];
             let share = self.cpu_rate(index) / self.capacity[core];
+            // A producer blocked on a full queue part of the time is
+            // runnable for the rest only.
+            let h = h * (1.0 - self.queue_stall[index]);
             let mut cpu = share * self.capacity[core] * h;
             self.app_cpu_s[core] += cpu;
             let slowdown = {

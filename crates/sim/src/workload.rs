@@ -619,6 +619,17 @@ struct PipelineState {
     holding: Vec<bool>,
 }
 
+/// A pipeline's stages as [`Program::stages`] shows them.
+#[derive(Clone, Copy, Debug)]
+pub struct PipelineStages<'a> {
+    /// The threads (task indices) of each stage.
+    pub threads: &'a [Vec<usize>],
+    /// The work one thread of each stage does per item, core-seconds.
+    pub work: &'a [f64],
+    /// The capacity of each queue between two stages, items.
+    pub capacity: u64,
+}
+
 #[derive(Clone, Debug)]
 struct FibState {
     tree: Vec<FibNode>,
@@ -713,6 +724,18 @@ impl Program {
             },
             ProgramState::Pipeline(_) => true,
             ProgramState::Independent | ProgramState::Fib(_) => false,
+        }
+    }
+
+    /// A pipeline's stages; `None` for the other programs.
+    pub fn stages(&self) -> Option<PipelineStages<'_>> {
+        match &self.state {
+            ProgramState::Pipeline(p) => Some(PipelineStages {
+                threads: &p.stage_threads,
+                work: &p.stage_work,
+                capacity: p.capacity,
+            }),
+            _ => None,
         }
     }
 

@@ -628,3 +628,55 @@ fn waking_workers_preempt_another_session_as_often_as_they_wait_and_a_main_threa
     let beside_main = background_share(barrier(2, None, true), &[0, 0, 1]);
     assert!(beside_main > 0.45, "{beside_main}");
 }
+
+#[test]
+fn a_consumer_beside_another_session_stalls_its_producer_when_the_queue_fills_within_a_slice() {
+    use pinlearn_experiment::LoadSession;
+    let places = places("node:1 core:2 pu:1");
+    let params = MachineParams {
+        load_session: LoadSession::Own,
+        ..exact(SimMetric::Cpu)
+    };
+    // Stages 3,1,1, one thread each, pinned as a round-robin pin does with
+    // the main thread first (`pinlearn work pipeline --stages 3,1,1`): the
+    // first and last stages on core 1, the middle one alone on core 0 beside
+    // another session's busy loop. The completion, in simulated seconds.
+    let completion = |grain_s: Option<f64>, queue_capacity: u64, loaded: bool| {
+        let workload = WorkloadSpec {
+            stages: vec![3.0, 1.0, 1.0],
+            grain_s,
+            queue_capacity,
+            main_thread: true,
+            ..spec(WorkloadKind::Pipeline, 2, 10.0)
+        };
+        let load = BackgroundSchedule::new(vec![(0.0, vec![if loaded { 1.0 } else { 0.0 }, 0.0])]);
+        let mut machine = SimMachine::new(&places, &workload, load, params.clone(), 1);
+        observe(&mut machine);
+        // Keys: main 1, stages 0, 1 and 2 are keys 2, 3 and 4.
+        for (key, core) in [(1, 0), (2, 1), (3, 0), (4, 1)] {
+            assert!(machine.place(key, core, &CpuSet::new()).unwrap());
+        }
+        machine.advance_to(1000.0);
+        machine.completion().expect("the pipeline ends")
+    };
+    let unloaded = completion(Some(8e-6), 64, false);
+    // 64 items of 8 us fill in 0.5 ms, within the loop's 1.4 ms slice: the
+    // first stage is blocked about half of its time.
+    let short = completion(Some(8e-6), 64, true);
+    assert!(
+        short > 1.6 * unloaded && short < 2.4 * unloaded,
+        "{short} against {unloaded}"
+    );
+    // 4096 items take 33 ms to fill: no stall, as without a grain (the
+    // fluid queues alone).
+    let long = completion(Some(8e-6), 4096, true);
+    let fluid = completion(None, 64, true);
+    assert!(close(long, fluid, 1e-9), "{long} against {fluid}");
+    assert!(long < 1.2 * unloaded, "{long} against {unloaded}");
+    // Without the loop nothing stalls, whatever the queues.
+    assert!(close(
+        completion(Some(8e-6), 64, false),
+        completion(None, 64, false),
+        1e-9
+    ));
+}
