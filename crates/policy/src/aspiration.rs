@@ -47,7 +47,12 @@ pub struct AspirationConfig {
     /// average more than rho_i / γ.
     pub gamma: f64,
     /// Experimentation probability ζ in [0, 1] while performance is
-    /// satisfactory.
+    /// satisfactory. pinlearn's default is 0 (the papers' 0.02 is in
+    /// `configs/papers-learner.toml`): with tens or hundreds of threads,
+    /// each tick some satisfied thread experiments, and with barriers the
+    /// one that moved to a fuller node sets everybody's pace
+    /// (docs/configuration.md). A thread that falls below its lower
+    /// benchmark still moves.
     pub zeta: f64,
     /// NUMA period T_NUMA in seconds (> 0); the engine turns it into ticks.
     pub period_s: f64,
@@ -63,7 +68,7 @@ impl Default for AspirationConfig {
             nu: 0.1,
             eta: 1.25,
             gamma: 0.9,
-            zeta: 0.02,
+            zeta: 0.0,
             period_s: 2.0,
             mind_memory: true,
         }

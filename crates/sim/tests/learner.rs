@@ -133,10 +133,22 @@ fn where_the_kernel_brings_memory_after_threads_the_learner_lets_them_stay() {
     // both nodes. Told that memory follows (`memory_follows = "auto"` on a
     // machine that balances), its NUMA level stops pulling the spread
     // threads back to where their memory was, onto cores already shared.
+    // Those pulls were the papers' experiments (ζ = 0.02): with pinlearn's
+    // ζ = 0 nobody is pulled, and both finish within 5% of the pin.
     let mut experiment = papers_machine(WorkloadKind::Barrier, LoadSession::Own);
     experiment.params.numa_balancing_s = Some(2.0);
-    let os = completion(&experiment, "D", PolicyChoice::Os);
     let pin = completion(&experiment, "D", PolicyChoice::Static);
+    for memory_follows in ["auto", "never"] {
+        let mut by_default = experiment.clone();
+        by_default.settings.memory_follows = memory_follows.parse().unwrap();
+        let learn = completion(&by_default, "D", PolicyChoice::Learn);
+        assert!(
+            learn <= 1.05 * pin,
+            "memory_follows {memory_follows}: learn {learn:.1} s, pin {pin:.1} s"
+        );
+    }
+    experiment.settings.learn.numa.zeta = 0.02;
+    let os = completion(&experiment, "D", PolicyChoice::Os);
     let follows = completion(&experiment, "D", PolicyChoice::Learn);
     experiment.settings.memory_follows = "never".parse().unwrap();
     let stays = completion(&experiment, "D", PolicyChoice::Learn);
@@ -144,5 +156,29 @@ fn where_the_kernel_brings_memory_after_threads_the_learner_lets_them_stay() {
     assert!(
         follows <= 1.05 * pin && follows < 0.75 * stays,
         "learn {follows:.1} s (memory assumed to stay: {stays:.1} s), pin {pin:.1} s, os {os:.1} s"
+    );
+}
+
+#[test]
+fn where_the_load_moves_between_nodes_satisfied_threads_do_not_experiment_away() {
+    // Blocking barriers beside another session's job that moves from node
+    // to node (D): the learner spreads the threads over both nodes as the
+    // pin does. With the papers' ζ = 0.02 of experimentation, a satisfied
+    // thread moved to the other node every few NUMA periods, onto cores
+    // already shared, and set everybody's pace (learn 0.84 of os, the pin
+    // 0.51); pinlearn's ζ = 0 leaves the spread alone (0.63).
+    let experiment = papers_machine(WorkloadKind::Barrier, LoadSession::Own);
+    assert_eq!(experiment.settings.learn.numa.zeta, 0.0);
+    let os = completion(&experiment, "D", PolicyChoice::Os);
+    let pin = completion(&experiment, "D", PolicyChoice::Static);
+    let learn = completion(&experiment, "D", PolicyChoice::Learn);
+    assert!(pin < 0.6 * os, "the OS is blind here: pin {pin:.1} s, os {os:.1} s");
+    assert!(learn < 0.7 * os, "learn {learn:.1} s, pin {pin:.1} s, os {os:.1} s");
+    let mut experimenting = experiment.clone();
+    experimenting.settings.learn.numa.zeta = 0.02;
+    let experimented = completion(&experimenting, "D", PolicyChoice::Learn);
+    assert!(
+        learn < 0.85 * experimented,
+        "learn {learn:.1} s, with ζ = 0.02 {experimented:.1} s"
     );
 }
