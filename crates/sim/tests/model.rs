@@ -583,23 +583,30 @@ fn another_sessions_load_weighs_as_a_group_and_the_os_keeps_the_program_off_it()
     );
 }
 
-#[test]
-fn waking_workers_preempt_another_session_as_often_as_they_wait_and_a_main_thread_never() {
+/// Two cores, another session's busy loop (weight `loop_weight`, 0 for
+/// none) on core 0, and `workload`'s threads pinned by key: `cores[k]` is
+/// the core of key k + 1.
+fn pinned_beside_a_loop(workload: &WorkloadSpec, loop_weight: f64, cores: &[usize]) -> SimMachine {
     use pinlearn_experiment::LoadSession;
     let places = places("node:1 core:2 pu:1");
     let params = MachineParams {
         load_session: LoadSession::Own,
         ..exact(SimMetric::Cpu)
     };
-    // The other session's share of core 0 over 10 s, with the program's
-    // threads pinned by key: `cores[k]` is the core of key k + 1.
+    let load = BackgroundSchedule::new(vec![(0.0, vec![loop_weight, 0.0])]);
+    let mut machine = SimMachine::new(&places, workload, load, params, 1);
+    observe(&mut machine);
+    for (key, &core) in (1..).zip(cores) {
+        assert!(machine.place(key, core, &CpuSet::new()).unwrap());
+    }
+    machine
+}
+
+#[test]
+fn waking_workers_preempt_another_session_as_often_as_they_wait_and_a_main_thread_never() {
+    // The other session's share of core 0 over 10 s.
     let background_share = |workload: WorkloadSpec, cores: &[usize]| {
-        let load = BackgroundSchedule::new(vec![(0.0, vec![1.0, 0.0])]);
-        let mut machine = SimMachine::new(&places, &workload, load, params.clone(), 1);
-        observe(&mut machine);
-        for (key, &core) in (1..).zip(cores) {
-            assert!(machine.place(key, core, &CpuSet::new()).unwrap());
-        }
+        let mut machine = pinned_beside_a_loop(&workload, 1.0, cores);
         machine.advance_to(10.0);
         let (_, background) = machine.cpu_given();
         background[0] / 10.0
@@ -631,12 +638,6 @@ fn waking_workers_preempt_another_session_as_often_as_they_wait_and_a_main_threa
 
 #[test]
 fn a_consumer_beside_another_session_stalls_its_producer_when_the_queue_fills_within_a_slice() {
-    use pinlearn_experiment::LoadSession;
-    let places = places("node:1 core:2 pu:1");
-    let params = MachineParams {
-        load_session: LoadSession::Own,
-        ..exact(SimMetric::Cpu)
-    };
     // Stages 3,1,1, one thread each, pinned as a round-robin pin does with
     // the main thread first (`pinlearn work pipeline --stages 3,1,1`): the
     // first and last stages on core 1, the middle one alone on core 0 beside
@@ -649,13 +650,8 @@ fn a_consumer_beside_another_session_stalls_its_producer_when_the_queue_fills_wi
             main_thread: true,
             ..spec(WorkloadKind::Pipeline, 2, 10.0)
         };
-        let load = BackgroundSchedule::new(vec![(0.0, vec![if loaded { 1.0 } else { 0.0 }, 0.0])]);
-        let mut machine = SimMachine::new(&places, &workload, load, params.clone(), 1);
-        observe(&mut machine);
         // Keys: main 1, stages 0, 1 and 2 are keys 2, 3 and 4.
-        for (key, core) in [(1, 0), (2, 1), (3, 0), (4, 1)] {
-            assert!(machine.place(key, core, &CpuSet::new()).unwrap());
-        }
+        let mut machine = pinned_beside_a_loop(&workload, if loaded { 1.0 } else { 0.0 }, &[0, 1, 0, 1]);
         machine.advance_to(1000.0);
         machine.completion().expect("the pipeline ends")
     };
