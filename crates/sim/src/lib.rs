@@ -151,7 +151,7 @@ pub use command::{Plan, SimOptions, run, run_plan};
 pub use experiment::{Experiment, Prepared, RunResult};
 pub use game::{FixedPolicy, LoadGame, Optimum};
 pub use machine::{MachineParams, MachineTotals, SimMachine, SimMetric};
-pub use workload::{Activity, Program, WorkloadKind, WorkloadSpec};
+pub use workload::{Activity, PipelineStages, Program, WorkloadKind, WorkloadSpec};
 
 /// Why `pinlearn sim` could not run; one line each.
 #[derive(Debug, thiserror::Error)]

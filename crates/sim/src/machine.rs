@@ -42,7 +42,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::background::BackgroundSchedule;
-use crate::workload::{Activity, Program, WORK_EPSILON, WorkloadSpec};
+use crate::workload::{Activity, PipelineStages, Program, WORK_EPSILON, WorkloadSpec};
 
 /// Weight of the program's task group when its session is not the
 /// background's (autogroup): one nice-0 thread's worth, split over the
@@ -76,6 +76,41 @@ const BASE_SLICE_S: f64 = 0.7e-3;
 fn scheduler_slice_s(cores: usize) -> f64 {
     let factor = 1 + cores.clamp(1, 8).ilog2();
     BASE_SLICE_S * f64::from(factor)
+}
+
+/// Per queue of a pipeline (between stage s and s + 1), the share of their
+/// time its producers keep while every consumer waits for another session's
+/// slices; `None` where the consumers are no faster than the producers (the
+/// queue never fills for that). Over one such cycle (slice L, the time B the
+/// producers take to fill the queue: its capacity x their real time per
+/// item, the stage's share of the slowest stage's `grain`; consumer /
+/// producer time per item r < 1) the producers work min(L, B) while the
+/// consumers wait and D = min(L, B) r / (1 - r) while they drain the queue,
+/// so they keep (min(L, B) + D) / (L + D). Below the simulated items' scale
+/// (25 ms), so the fluid queues cannot show it; measured: `pinlearn work
+/// pipeline --stages 3,1,1` pinned with its middle stage beside another
+/// session's busy loop took 1.9x its time without the loop with queues of
+/// 64 items (0.5 ms of its first stage), 0.8x with 4096 (docs/simulator.md).
+fn queue_kept(stages: PipelineStages<'_>, grain: f64, slice: f64) -> Vec<Option<f64>> {
+    // Each stage's time per item, all its threads together.
+    let pace: Vec<f64> = stages
+        .threads
+        .iter()
+        .zip(stages.work)
+        .map(|(threads, work)| work / threads.len().max(1) as f64)
+        .collect();
+    let slowest = pace.iter().copied().fold(0.0, f64::max);
+    pace.windows(2)
+        .map(|pair| {
+            let (producer, consumer) = (pair[0], pair[1]);
+            let ratio = consumer / producer.max(f64::MIN_POSITIVE);
+            (slowest > 0.0 && ratio < 1.0).then(|| {
+                let filling = (stages.capacity as f64 * grain * producer / slowest).min(slice);
+                let drain = filling * ratio / (1.0 - ratio);
+                (filling + drain) / (slice + drain)
+            })
+        })
+        .collect()
 }
 
 /// The process id of the simulated program (one process): what
@@ -263,11 +298,13 @@ pub struct SimMachine {
     /// The program's live workers per core, runnable or asleep (counted
     /// only when `wake_preempts`; a main thread asleep in join never wakes).
     residents: Vec<u32>,
-    /// A pipeline's real time per item of its slowest stage (its grain),
-    /// where its queues can fill while a consumer waits for another
-    /// session's program: `None` unless the program is a pipeline, the
-    /// background another session's and the grain given ([`Self::full_queue_stalls`]).
-    queue_grain_s: Option<f64>,
+    /// Per queue of a pipeline (between stage s and s + 1), the share of
+    /// their time its producers keep while all its consumers wait for
+    /// another session's slices ([`queue_kept`]); empty unless the program
+    /// is a pipeline, the background another session's and the grain given.
+    /// Fixed for the run: [`Self::full_queue_stalls`] only checks where the
+    /// consumers are.
+    queue_kept: Vec<Option<f64>>,
     /// Per thread, the share of its time it is blocked on a full queue
     /// ([`Self::full_queue_stalls`]); 0 for every thread of other programs.
     queue_stall: Vec<f64>,
@@ -362,10 +399,12 @@ impl SimMachine {
         } else {
             0.0
         };
-        let queue_grain_s = spec
-            .grain_s
-            .filter(|g| g.is_finite() && *g > 0.0)
-            .filter(|_| params.load_session == LoadSession::Own && program.stages().is_some());
+        let queue_kept = match (spec.grain_s.filter(|g| g.is_finite() && *g > 0.0), program.stages()) {
+            (Some(grain), Some(stages)) if params.load_session == LoadSession::Own => {
+                queue_kept(stages, grain, scheduler_slice_s(m))
+            }
+            _ => Vec::new(),
+        };
         let mut machine = SimMachine {
             params,
             core_node,
@@ -382,7 +421,7 @@ impl SimMachine {
             threads: Vec::with_capacity(spec.tasks()),
             runnable: vec![0.0; m],
             wake_preempts,
-            queue_grain_s,
+            queue_kept,
             queue_stall: vec![0.0; spec.tasks()],
             wakes_up_births: false,
             residents: vec![0; m],
@@ -600,58 +639,35 @@ impl SimMachine {
 
     /// Where every consumer of a pipeline's queue lives alone (among the
     /// program's workers) on a core beside another session's program, it
-    /// gets the core only between that program's slices: while it waits a
-    /// slice, its producers fill the queue and then block on it. Over one
-    /// such cycle (slice L, the queue's real capacity in time B = items x
-    /// the producer's real time per item, consumer/producer time per item
-    /// r < 1) the producer works min(L, B) while the consumer waits and
-    /// the drain D = min(L, B) r / (1 - r) while it catches up, so it keeps
-    /// (min(L, B) + D) / (L + D) of its time and is blocked for the rest.
-    /// Below the simulated items' scale (25 ms), so the fluid queues cannot
-    /// show it; measured: `pinlearn work pipeline --stages 3,1,1` pinned
-    /// with its middle stage beside another session's busy loop took 1.9x
-    /// its time without the loop with queues of 64 items (0.5 ms of its
-    /// first stage), 0.8x with 4096 (docs/simulator.md).
+    /// gets the core only between that program's slices, and its producers,
+    /// having filled the queue, are blocked for the rest of their time
+    /// ([`queue_kept`]).
     fn full_queue_stalls(&mut self) {
-        let Some(grain) = self.queue_grain_s else {
+        if self.queue_kept.is_empty() {
             return;
-        };
+        }
         let Some(stages) = self.program.stages() else {
             return;
         };
-        let (stage_threads, stage_work) = (stages.threads, stages.work);
         self.queue_stall.iter_mut().for_each(|stall| *stall = 0.0);
-        // Each stage's time per item, all its threads together (the
-        // slowest stage's, in the real program, is the grain).
-        let pace: Vec<f64> = stage_threads
-            .iter()
-            .zip(stage_work)
-            .map(|(threads, work)| work / threads.len().max(1) as f64)
-            .collect();
-        let slowest = pace.iter().copied().fold(0.0, f64::max);
-        if slowest <= 0.0 {
-            return;
-        }
-        let slice = scheduler_slice_s(self.cores());
-        let capacity = stages.capacity as f64;
         let tasks = self.program.tasks();
-        for stage in 0..stage_threads.len().saturating_sub(1) {
-            let (producer, consumer) = (pace[stage], pace[stage + 1]);
-            let ratio = consumer / producer.max(f64::MIN_POSITIVE);
-            let consumers = &stage_threads[stage + 1];
-            let all_wait = consumers.iter().any(|&j| tasks[j].activity.exists())
-                && consumers.iter().filter(|&&j| tasks[j].activity.exists()).all(|&j| {
+        for (stage, kept) in self.queue_kept.iter().enumerate() {
+            let Some(kept) = *kept else {
+                continue;
+            };
+            let mut consumers = stages.threads[stage + 1]
+                .iter()
+                .filter(|&&j| tasks[j].activity.exists())
+                .peekable();
+            let all_wait = consumers.peek().is_some()
+                && consumers.all(|&j| {
                     let core = self.threads[j].core;
                     self.bg[core] > 0.0 && self.residents[core] < 2
                 });
-            if ratio >= 1.0 || !all_wait {
-                continue;
-            }
-            let filling = (capacity * grain * producer / slowest).min(slice);
-            let drain = filling * ratio / (1.0 - ratio);
-            let kept = (filling + drain) / (slice + drain);
-            for &i in &stage_threads[stage] {
-                self.queue_stall[i] = 1.0 - kept;
+            if all_wait {
+                for &i in &stages.threads[stage] {
+                    self.queue_stall[i] = 1.0 - kept;
+                }
             }
         }
     }
