@@ -68,6 +68,7 @@ fn decide(c: &mut Criterion) {
                 key: k,
                 speed: Some(0.5 + (k % 7) as f64 * 0.05),
                 share: None,
+                grain_s: None,
             })
             .collect();
         let mut period = 0u64;
@@ -87,6 +88,7 @@ fn decide(c: &mut Criterion) {
                         queued: None,
                         cores: None,
                         bubbles: None,
+                        wake_slice_s: None,
                     })
                 })
             },

@@ -333,6 +333,7 @@ impl Engine {
             progress: target.progress(),
             waiting: target.waiting(),
             queued: target.queued(),
+            wake_slice_s: target.wake_slice(),
             cores: wants_cores.then_some(&self.cores[..]),
             bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {
                 set: rules.set(),
@@ -658,6 +659,7 @@ mod tests {
                 key,
                 speed,
                 share: None,
+                grain_s: None,
             }));
             Ok(())
         }
@@ -697,6 +699,7 @@ mod tests {
                 key: 1,
                 speed: Some(1.0),
                 share: Some(1.0),
+                grain_s: None,
             });
             Ok(())
         }

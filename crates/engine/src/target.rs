@@ -122,6 +122,14 @@ pub trait Target {
         None
     }
 
+    /// Linux's scheduler slice where the other programs run in scheduling
+    /// groups apart from the target's, as last found (see
+    /// [`pinlearn_policy::PeriodInput::wake_slice_s`]); `None` where they
+    /// share its group or the target cannot tell.
+    fn wake_slice(&self) -> Option<f64> {
+        None
+    }
+
     /// What scored thread `key` in the last period, if the target says.
     fn scoring(&self, key: ThreadKey) -> Option<Scoring> {
         let _ = key;

@@ -1,6 +1,7 @@
 //! Cost of one `LearnPolicy::decide` step with every speed and run share
 //! known, from a small machine to a 256-core two-node one, for both ways
-//! threads move: the automata's draws (the default) and crowd moves. The
+//! threads move: crowd moves (the default), every thread waking between
+//! short rounds beside another group's load, and the automata's draws. The
 //! guard is off, so every step is the learner's own (with the guard on,
 //! Linux's windows return early and cost next to nothing), and the policy
 //! has already run a few periods so every automaton learns (no fresh
@@ -34,12 +35,18 @@ fn decide(c: &mut Criterion) {
                         key,
                         speed: Some(speed),
                         share: Some(speed),
+                        // Every thread sleeps between short rounds beside
+                        // another group's load: the crowd's wake-ups count.
+                        grain_s: Some(0.3e-3),
                     }
                 })
                 .collect();
             let mut period = 0u64;
             let mut step = |policy: &mut LearnPolicy| {
-                let input = PeriodInput::of(period, period as f64 * 0.05, &samples);
+                let input = PeriodInput {
+                    wake_slice_s: Some(1.5e-3),
+                    ..PeriodInput::of(period, period as f64 * 0.05, &samples)
+                };
                 period += 1;
                 policy.decide(&input)
             };

@@ -11,8 +11,13 @@
 //!        others' weight  b_c = max(0, 1/s̄ − k)     (1/s̄ = everything runnable there)
 //!        remembered with its time; a core nobody holds uses its last b_c
 //!        for `forget_s`, then 0 again (load moves on: look again)
-//!   2. a newcomer on c would get  p_c = 1 / (k_c + 1 + b_c), and the
-//!      program's CPU there is  P_c(k) = k / (k + b_c)
+//!   2. the program's CPU on c with k of its threads is
+//!        P_c(k) = k / (k + b_c)                      (by weight)
+//!               + (max(that, 0.9) − that) · w̄       (k ≥ 2: wake-ups)
+//!      where w̄ is the mean of their wake-up weights w = min(1, slice /
+//!      grain) (0 unless the others run in another scheduling group and
+//!      the thread sleeps between rounds), and a newcomer would get
+//!      p_c = P_c(k_c + 1) / (k_c + 1)
 //!   3. threads in order of share, most crowded first:
 //!        c* = the core of its area (its node for the learner) with the largest p_c, among those where
 //!             the program gains at least what it loses where the thread
@@ -45,6 +50,21 @@
 //! threads of a program ended on one CPU). Selfish moves alone are the
 //! papers' game; the veto keeps the ones that do not cost the program.
 //!
+//! Wake-ups: where the others on a core run in another scheduling group
+//! (another session under autogroup, another CPU cgroup), Linux shares the
+//! core between the groups, and each of the program's threads that wakes
+//! preempts the other group for about a scheduler slice. Two or more
+//! threads that sleep between rounds shorter than a slice then take most of
+//! the core together, 0.9 measured (`wake_share`), where one alone gets its
+//! group's half. Without that term the crowd sees a loaded core with one
+//! thread as worth half a thread and keeps three on a free core beside it,
+//! an equilibrium no single move leaves. The others' weight is still read
+//! as `1/s̄ − k` where the wake-ups already hold the core (two threads at
+//! 0.45 read 0.22): inverting the term there, keeping the last belief where
+//! it hides the weight, did worse over the simulator's matrices
+//! (docs/simulator.md, "Wake-ups against another session's load,
+//! measured").
+//!
 //! Pure: the same inputs give the same moves.
 
 use serde::{Deserialize, Serialize};
@@ -61,6 +81,10 @@ pub struct CrowdConfig {
     /// Seconds an empty core's last measured load is believed (> 0); then
     /// it is assumed idle again and may be tried.
     pub forget_s: f64,
+    /// The share of a core that two or more threads waking at every slice
+    /// take together from another scheduling group's program (in [0, 1]);
+    /// 0 turns the wake-ups off (the crowd then shares cores by weight).
+    pub wake_share: f64,
 }
 
 impl Default for CrowdConfig {
@@ -68,6 +92,7 @@ impl Default for CrowdConfig {
         CrowdConfig {
             margin: 0.15,
             forget_s: 5.0,
+            wake_share: WAKE_SHARE,
         }
     }
 }
@@ -91,6 +116,50 @@ pub struct Occupant {
     /// between nodes is the NUMA level's job: memory stays behind);
     /// `bubbles+learn`'s are the places the spread gave each bubble.
     pub area: usize,
+    /// How far toward [`CrowdConfig::wake_share`] its wake-ups take a core
+    /// it shares with another scheduling group's load, in [0, 1]
+    /// ([`wake_weight`]); 0 for a thread that does not sleep between rounds
+    /// or where the others share the program's group.
+    pub wakes: f64,
+}
+
+/// The default [`CrowdConfig::wake_share`]: the share of a core that two
+/// or more of a program's threads that sleep between short rounds take
+/// together beside another scheduling group's busy program. Measured on
+/// the real machine (`scripts/session-shares`,
+/// docs/results/session-shares-2026-11-27.log): four `pinlearn work aco`
+/// threads pinned two per CPU beside another session's busy loop left it
+/// 0.09 of its CPU; one such thread per CPU left it about half.
+pub const WAKE_SHARE: f64 = 0.9;
+
+/// A thread's wake-up weight ([`Occupant::wakes`]): `min(1, slice / grain)`
+/// where the others run in another scheduling group (`wake_slice_s`, Linux's
+/// slice) and the thread sleeps between rounds (`grain_s`, its run time per
+/// sleep), else 0. A woken thread preempts for about one slice; for the rest
+/// of its round the core is shared by weight again.
+pub fn wake_weight(grain_s: Option<f64>, wake_slice_s: Option<f64>) -> f64 {
+    match (grain_s, wake_slice_s) {
+        (Some(grain), Some(slice)) if grain > 0.0 && slice > 0.0 && grain.is_finite() && slice.is_finite() => {
+            (slice / grain).min(1.0)
+        }
+        _ => 0.0,
+    }
+}
+
+/// The program's share of a core where `k` of its threads, with wake-up
+/// weights summing to `wakes`, run beside others of weight `others`, two
+/// or more waking at every slice taking `wake_share` of it.
+fn program_share(k: usize, wakes: f64, others: f64, wake_share: f64) -> f64 {
+    if k == 0 {
+        return 0.0;
+    }
+    let k = k as f64;
+    let by_weight = k / (k + others);
+    if k >= 2.0 {
+        by_weight + (by_weight.max(wake_share) - by_weight) * (wakes / k).clamp(0.0, 1.0)
+    } else {
+        by_weight
+    }
 }
 
 /// The periods a thread was hardly runnable (no run share measured
@@ -171,15 +240,18 @@ impl Crowd {
     /// Records the others' weight on every core the awake `occupants` hold
     /// where one of them was measured, and returns how many of them hold
     /// each place (measured or not: an unmeasured one just arrived and
-    /// competes).
-    fn measure(&mut self, layout: &Layout, occupants: &[Occupant], now_s: f64) -> Vec<usize> {
+    /// competes) and the sum of their wake-up weights there.
+    fn measure(&mut self, layout: &Layout, occupants: &[Occupant], now_s: f64) -> (Vec<usize>, Vec<f64>) {
         let places = layout.places().len();
         self.others.resize(places, None);
         let mut crowd = vec![0usize; places];
+        let mut wakes = vec![0.0f64; places];
         let mut share_sum = vec![0.0f64; places];
         let mut measured = vec![0usize; places];
         for occupant in occupants.iter().filter(|o| layout.is_core(o.place) && !o.asleep) {
+            let wake = occupant.wakes.clamp(0.0, 1.0);
             crowd[occupant.place] += 1;
+            wakes[occupant.place] += wake;
             if let Some(share) = usable(occupant.share) {
                 share_sum[occupant.place] += share;
                 measured[occupant.place] += 1;
@@ -189,7 +261,7 @@ impl Crowd {
             let mean = share_sum[place] / measured[place] as f64;
             self.others[place] = Some(((1.0 / mean - measured[place] as f64).max(0.0), now_s));
         }
-        crowd
+        (crowd, wakes)
     }
 
     /// Measures as [`Crowd::moves`] does, then believes on every core of
@@ -199,7 +271,7 @@ impl Crowd {
     /// cores without the program's threads: they are likely loaded like
     /// the rest of the node, not idle.
     pub fn assume_area_means(&mut self, layout: &Layout, areas: &[Vec<usize>], occupants: &[Occupant], now_s: f64) {
-        let crowd = self.measure(layout, occupants, now_s);
+        let (crowd, _) = self.measure(layout, occupants, now_s);
         for area in areas {
             let fresh: Vec<f64> = area
                 .iter()
@@ -232,7 +304,7 @@ impl Crowd {
     ) -> Vec<usize> {
         let places = layout.places().len();
         let is_core = |place: usize| layout.is_core(place);
-        let mut crowd = self.measure(layout, occupants, now_s);
+        let (mut crowd, mut wakes) = self.measure(layout, occupants, now_s);
         // A held core's others are those just measured (or, when none of
         // its threads was, the last known); an empty one's are believed for
         // `forget_s`.
@@ -250,38 +322,48 @@ impl Crowd {
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let mut placed: Vec<usize> = occupants.iter().map(|o| o.place).collect();
         let gain = 1.0 + cfg.margin.max(0.0);
+        // The most a newcomer could get on each core, 1 / (k + 1) (the
+        // program's share of a core is at most 1): most cores are passed
+        // over on it alone, without working out their promise.
+        let mut cap: Vec<f64> = crowd.iter().map(|&k| 1.0 / (k as f64 + 1.0)).collect();
         for (share, index) in order {
             let occupant = occupants[index];
             let Some(area) = areas.get(occupant.area) else {
                 continue;
             };
-            // The program's CPU on a core with k of its threads beside
-            // others of weight b: k / (k + b).
-            let program = |place: usize, k: usize| {
-                let k = k as f64;
-                if k > 0.0 { k / (k + others[place]) } else { 0.0 }
+            let wake = if occupant.asleep {
+                0.0
+            } else {
+                occupant.wakes.clamp(0.0, 1.0)
             };
+            // The program's CPU on a core with k of its threads, wake-up
+            // weights summing to w.
+            let program = |place: usize, k: usize, w: f64| program_share(k, w, others[place], cfg.wake_share);
             // What the program loses where the thread leaves, and gains
             // where it goes.
             let loss = if is_core(occupant.place) {
-                let k = crowd[occupant.place];
-                program(occupant.place, k) - program(occupant.place, k.saturating_sub(1))
+                let (k, w) = (crowd[occupant.place], wakes[occupant.place]);
+                program(occupant.place, k, w) - program(occupant.place, k.saturating_sub(1), (w - wake).max(0.0))
             } else {
                 share
             };
-            let gain_at = |core: usize| program(core, crowd[core] + 1) - program(core, crowd[core]);
-            let newcomer = |core: usize| 1.0 / (crowd[core] as f64 + 1.0 + others[core]);
+            let with_it = |core: usize| program(core, crowd[core] + 1, wakes[core] + wake);
+            let gain_at = |core: usize| with_it(core) - program(core, crowd[core], wakes[core]);
+            let newcomer = |core: usize| with_it(core) / (crowd[core] as f64 + 1.0);
             // The first best core on ties, among those where the program
             // loses nothing by the move, if it promises more than the
             // thread has by the margin. A core that promises no more than
-            // the best so far (or than that bar) is passed over before its
-            // gain is worked out: the same choice, at a fraction of the
-            // cost with a thousand threads.
+            // the best so far (or than that bar), or could not (`cap`), is
+            // passed over before its gain is worked out: the same choice, at
+            // a fraction of the cost with a thousand threads.
             let mut best: Option<usize> = None;
             let mut bar = share * gain;
             for &core in area {
+                if cap[core] <= bar || !is_core(core) || core == occupant.place {
+                    continue;
+                }
                 let promised = newcomer(core);
-                if promised > bar && is_core(core) && core != occupant.place && gain_at(core) >= loss {
+                if promised > bar && gain_at(core) >= loss {
                     best = Some(core);
                     bar = promised;
                 }
@@ -289,8 +371,12 @@ impl Crowd {
             if let Some(core) = best {
                 if is_core(occupant.place) {
                     crowd[occupant.place] -= 1;
+                    wakes[occupant.place] = (wakes[occupant.place] - wake).max(0.0);
+                    cap[occupant.place] = 1.0 / (crowd[occupant.place] as f64 + 1.0);
                 }
                 crowd[core] += 1;
+                wakes[core] += wake;
+                cap[core] = 1.0 / (crowd[core] as f64 + 1.0);
                 placed[index] = core;
             }
         }
@@ -313,6 +399,7 @@ mod tests {
             share,
             area: 0,
             asleep: false,
+            wakes: 0.0,
         }
     }
 
@@ -374,6 +461,47 @@ mod tests {
             0.0,
         );
         assert_eq!(moved, vec![0, 1]);
+    }
+
+    #[test]
+    fn a_second_waking_thread_joins_a_core_another_group_loads() {
+        // One node, cores 0 and 1: a thread has half of core 0 (another
+        // session's program has the rest), three share core 1.
+        let layout = Layout::uniform(1, 2);
+        let threads = |wakes: f64| {
+            [
+                at(0, Some(0.5)),
+                at(1, Some(0.33)),
+                at(1, Some(0.33)),
+                at(1, Some(0.33)),
+            ]
+            .map(|o| Occupant { wakes, ..o })
+        };
+        let moves = |wakes: f64| {
+            Crowd::default().moves(
+                &layout,
+                &CrowdConfig::default(),
+                &node_areas(&layout),
+                &threads(wakes),
+                0.0,
+            )
+        };
+        // By weight a second thread on core 0 would get a third: it stays.
+        assert_eq!(moves(0.0), vec![0, 1, 1, 1]);
+        // Threads that wake at every slice take 0.9 of core 0 together.
+        assert_eq!(moves(1.0), vec![0, 0, 1, 1]);
+        // Rounds five slices long: 0.71 of it, 0.36 each, within the margin.
+        assert_eq!(moves(0.2), vec![0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn the_wake_up_weight_is_the_slice_over_the_grain_where_the_others_are_apart() {
+        assert_eq!(wake_weight(Some(0.3e-3), Some(1.5e-3)), 1.0);
+        assert!((wake_weight(Some(6e-3), Some(1.5e-3)) - 0.25).abs() < 1e-12);
+        assert_eq!(wake_weight(None, Some(1.5e-3)), 0.0, "it never slept");
+        assert_eq!(wake_weight(Some(0.3e-3), None), 0.0, "the others share its group");
+        assert_eq!(wake_weight(Some(0.0), Some(1.5e-3)), 0.0);
+        assert_eq!(wake_weight(Some(f64::NAN), Some(1.5e-3)), 0.0);
     }
 
     #[test]

@@ -976,6 +976,7 @@ mod tests {
         key: 1,
         speed: None,
         share: None,
+        grain_s: None,
     }];
 
     /// The periods that start a learner window when Linux makes
@@ -1424,6 +1425,7 @@ mod tests {
                 key,
                 speed: Some(1.0),
                 share: None,
+                grain_s: None,
             })
             .collect()
     }

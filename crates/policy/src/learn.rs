@@ -60,7 +60,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState};
 use crate::config::{LearnConfig, Moves, Start};
-use crate::crowd::{Crowd, Naps, Occupant, node_areas};
+use crate::crowd::{Crowd, Naps, Occupant, node_areas, wake_weight};
 use crate::guard::{Arm, Guard, GuardStats, HandBack, Signs};
 use crate::layout::Layout;
 use crate::objective::{Objective, sanitise_speed};
@@ -457,6 +457,7 @@ impl LearnPolicy {
                     None => escape,
                 },
                 asleep: !awake,
+                wakes: wake_weight(sample.grain_s, input.wake_slice_s),
             })
             .collect();
         self.crowd
@@ -485,6 +486,7 @@ impl LearnPolicy {
                 share: sample.share.filter(|_| !thread.fresh && !after_os),
                 area: thread.numa.node,
                 asleep: thread.naps.asleep(),
+                wakes: wake_weight(sample.grain_s, input.wake_slice_s),
             })
             .collect();
         let place = self.crowd.moves(
@@ -738,6 +740,7 @@ mod tests {
                 key,
                 speed,
                 share: None,
+                grain_s: None,
             })
             .collect()
     }
@@ -753,6 +756,7 @@ mod tests {
             queued: None,
             cores: None,
             bubbles: None,
+            wake_slice_s: None,
         }
     }
 
@@ -846,6 +850,7 @@ mod tests {
             key,
             speed: Some(1.0),
             share: Some(1.0),
+            grain_s: None,
         };
         let (two, three) = ([sample(1), sample(2)], [sample(1), sample(2), sample(3)]);
         let mut learner = 0;
@@ -938,11 +943,13 @@ mod tests {
                 key: 1,
                 speed: None,
                 share: None,
+                grain_s: None,
             },
             ThreadSample {
                 key: 2,
                 speed: Some(0.5),
                 share: None,
+                grain_s: None,
             },
         ];
         for period in 0..100 {
@@ -1035,11 +1042,13 @@ mod tests {
                     key: 1,
                     speed: None,
                     share: None,
+                    grain_s: None,
                 },
                 ThreadSample {
                     key: 2,
                     speed: Some(0.5),
                     share: None,
+                    grain_s: None,
                 },
             ];
             let decision = policy.decide(&input(period, &threads, false));
@@ -1107,6 +1116,7 @@ mod tests {
                     key,
                     speed: Some(if key == 1 { 0.1 } else { 1.0 }),
                     share: None,
+                    grain_s: None,
                 })
                 .collect();
             let decision = policy.decide(&input(period, &threads, true));
@@ -1208,6 +1218,7 @@ mod tests {
                         key,
                         speed: share,
                         share,
+                        grain_s: None,
                     }
                 })
                 .collect();
@@ -1252,6 +1263,7 @@ mod tests {
             key,
             speed: share,
             share,
+            grain_s: None,
         };
         let third = Some(1.0 / 3.0);
         // Returns the period at which a worker joined thread 2 on core 1.
@@ -1350,6 +1362,7 @@ mod tests {
                     key,
                     speed: Some(share),
                     share: Some(share),
+                    grain_s: None,
                 })
                 .collect();
             let wants = policy.wants_cores();

@@ -39,7 +39,7 @@ pub use bubbles::{
     REGENERATE_PERIODS, SETTLING_PERIODS, spread,
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Moves, Start};
-pub use crowd::{Crowd, CrowdConfig, Occupant, node_areas};
+pub use crowd::{Crowd, CrowdConfig, Occupant, WAKE_SHARE, node_areas, wake_weight};
 pub use guard::{Arm, Guard, GuardConfig, GuardStats, HandBack, Signs};
 pub use layout::{Layout, PlaceKind, PlaceSpec};
 pub use learn::LearnPolicy;
@@ -66,6 +66,13 @@ pub struct ThreadSample {
     /// crowded its place is. `None` where the target cannot tell or the
     /// thread was hardly runnable.
     pub share: Option<f64>,
+    /// How long the thread ran between two sleeps of its own over its
+    /// recent periods (its run time over its voluntary context switches: a
+    /// thread that waits at barriers or for a queue sleeps once a round);
+    /// `None` where it did not sleep or the target cannot tell. With
+    /// [`PeriodInput::wake_slice_s`] it tells how much of a core shared
+    /// with another scheduling group the thread takes at its wake-ups.
+    pub grain_s: Option<f64>,
 }
 
 /// Everything a policy gets for one core-level period.
@@ -95,6 +102,15 @@ pub struct PeriodInput<'a> {
     /// rest), 0 when it had them all; `None` when the target cannot tell.
     /// The guard probes the learner early where Linux leaves much of it.
     pub queued: Option<f64>,
+    /// Linux's scheduler slice, where the other programs running on the
+    /// machine are in scheduling groups apart from the target's (another
+    /// session under autogroup, another CPU cgroup); `None` where they share
+    /// its group or the target cannot tell. Linux then shares a loaded core
+    /// between the groups, and each thread that wakes preempts the other
+    /// group for about a slice: two or more threads that sleep between
+    /// rounds shorter than a slice take most of such a core (the crowd's
+    /// wake-up share, `crowd.rs`).
+    pub wake_slice_s: Option<f64>,
     /// Aligned with `threads`: the core place (index into
     /// `Layout::places`) each thread ran on last, in the periods after the
     /// policy said [`Policy::wants_cores`] and where the target knows it.
@@ -138,6 +154,7 @@ impl<'a> PeriodInput<'a> {
             progress: None,
             waiting: None,
             queued: None,
+            wake_slice_s: None,
             cores: None,
             bubbles: None,
         }

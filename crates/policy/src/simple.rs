@@ -110,6 +110,7 @@ mod tests {
                 key,
                 speed: Some(0.5),
                 share: None,
+                grain_s: None,
             })
             .collect()
     }
@@ -127,16 +128,19 @@ mod tests {
                 key: 1,
                 speed: Some(0.5),
                 share: None,
+                grain_s: None,
             },
             ThreadSample {
                 key: 2,
                 speed: None,
                 share: None,
+                grain_s: None,
             },
             ThreadSample {
                 key: 3,
                 speed: Some(-1.0),
                 share: None,
+                grain_s: None,
             },
         ];
         let decision = os.decide(&input(&threads));

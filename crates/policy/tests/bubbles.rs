@@ -309,6 +309,7 @@ fn samples(keys: &[u64], quiet: &[u64]) -> Vec<ThreadSample> {
             key,
             speed: (!quiet.contains(&key)).then_some(0.9),
             share: None,
+            grain_s: None,
         })
         .collect()
 }
@@ -851,6 +852,7 @@ fn bubbles_and_learning_move_a_thread_off_a_loaded_core_inside_its_bubble_s_node
                         key,
                         speed: Some(0.5),
                         share,
+                        grain_s: None,
                     })
                     .collect();
                 policy
@@ -1004,7 +1006,12 @@ fn numa_run_on(
                     (1 | 2, Some(_)) => (Some(speed_on_1), Some(1.0)),
                     (_, Some(_)) => (Some(1.0), Some(1.0)),
                 };
-                ThreadSample { key, speed, share }
+                ThreadSample {
+                    key,
+                    speed,
+                    share,
+                    grain_s: None,
+                }
             })
             .collect();
         let input = PeriodInput {

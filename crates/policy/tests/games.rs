@@ -94,6 +94,7 @@ fn input(period: u64, threads: &[ThreadSample], numa_tick: bool) -> PeriodInput<
         queued: None,
         cores: None,
         bubbles: None,
+        wake_slice_s: None,
     }
 }
 
@@ -152,6 +153,7 @@ fn free_core_game(cfg: LearnConfig, seed: u64, periods: u64) -> (LearnPolicy, us
             key: 7,
             speed: Some(speed),
             share: None,
+            grain_s: None,
         }];
         place = policy.decide(&input(period, &threads, false)).place[0];
         if period >= periods - 100 && place == 2 {
@@ -212,6 +214,7 @@ fn play_shared_cores(objective: Objective, seed: u64) -> (usize, usize) {
                 key,
                 speed: Some(speed * (1.0 + noise.random_range(-0.02..0.02))),
                 share: None,
+                grain_s: None,
             })
             .collect();
         places = policy.decide(&input(period, &threads, false)).place;
@@ -290,6 +293,7 @@ fn run_numa_game(seed: u64) -> Vec<Decision> {
                         key,
                         speed: Some(slow_node / crowd[place] as f64),
                         share: None,
+                        grain_s: None,
                     }
                 })
                 .collect();
@@ -336,6 +340,7 @@ fn thousands_of_threads_on_two_nodes() {
                 key,
                 speed: (key % 10 != 0).then_some(0.2 + (key % 7) as f64 * 0.1),
                 share: None,
+                grain_s: None,
             })
             .collect();
         let tick = period % 5 == 4;

@@ -512,16 +512,19 @@ mod tests {
                 key: 1,
                 speed: Some(0.5),
                 share: None,
+                grain_s: None,
             },
             ThreadSample {
                 key: 2,
                 speed: None,
                 share: None,
+                grain_s: None,
             },
             ThreadSample {
                 key: 7,
                 speed: Some(1.0),
                 share: None,
+                grain_s: None,
             },
         ];
         let decision = policy.decide(&PeriodInput {
@@ -534,6 +537,7 @@ mod tests {
             queued: None,
             cores: None,
             bubbles: None,
+            wake_slice_s: None,
         });
         assert_eq!(decision.place, vec![3, 0, 9]);
         assert_eq!(decision.utility[0], 0.5);

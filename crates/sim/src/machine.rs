@@ -68,6 +68,11 @@ const PROGRAM_GROUP_WEIGHT: f64 = 1.0;
 /// slower than Linux, aco's 42% faster; docs/results/bench-matrix-2026-11-25).
 const WAKE_PREEMPT_SHARE: f64 = 0.9;
 
+/// The grain a program that sleeps while it waits shows the manager where
+/// its spec gives none: a round of the papers' iterative programs (aco's
+/// last about 0.3 ms), shorter than any slice, as `wake_preempts` assumes.
+const UNGIVEN_GRAIN_S: f64 = 0.3e-3;
+
 /// Linux's base scheduler slice (EEVDF's `sysctl_sched_base_slice`, 0.7
 /// ms), which the kernel scales by `1 + log2(min(CPUs, 8))`.
 const BASE_SLICE_S: f64 = 0.7e-3;
@@ -291,6 +296,13 @@ pub struct SimMachine {
     /// program's grain is not given (the papers' iterative programs wait
     /// every millisecond or less, as aco does). Fixed for the run.
     wake_preempts: f64,
+    /// The run time per sleep the manager reads of each worker (the
+    /// voluntary switches of /proc/PID/task/TID/status): the program's
+    /// grain where it sleeps while it waits, else none. Fixed for the run.
+    grain_seen: Option<f64>,
+    /// Linux's slice where the background runs in another session (the
+    /// manager's scan of the other programs' groups), else `None`.
+    wake_slice: Option<f64>,
     /// [`Self::advance_to`] stops as soon as threads are born: the program
     /// wakes up its bubbles then, and the manager places them before they
     /// compute (the in-process wake-up).
@@ -399,6 +411,13 @@ impl SimMachine {
         } else {
             0.0
         };
+        // What the manager reads of the threads' rhythm and the others' group.
+        let grain_seen = program.sleeps_while_waiting().then(|| {
+            spec.grain_s
+                .filter(|g| g.is_finite() && *g > 0.0)
+                .unwrap_or(UNGIVEN_GRAIN_S)
+        });
+        let wake_slice = (params.load_session == LoadSession::Own).then(|| scheduler_slice_s(m));
         let queue_kept = match (spec.grain_s.filter(|g| g.is_finite() && *g > 0.0), program.stages()) {
             (Some(grain), Some(stages)) if params.load_session == LoadSession::Own => {
                 queue_kept(stages, grain, scheduler_slice_s(m))
@@ -421,6 +440,8 @@ impl SimMachine {
             threads: Vec::with_capacity(spec.tasks()),
             runnable: vec![0.0; m],
             wake_preempts,
+            grain_seen,
+            wake_slice,
             queue_kept,
             queue_stall: vec![0.0; spec.tasks()],
             wakes_up_births: false,
@@ -1198,6 +1219,7 @@ impl Target for SimMachine {
                 key: self.threads[index].key,
                 speed,
                 share,
+                grain_s: self.grain_seen.filter(|_| index < self.program.workers()),
             });
         }
         self.last_samples.clone_from(samples);
@@ -1214,6 +1236,10 @@ impl Target for SimMachine {
 
     fn queued(&self) -> Option<f64> {
         self.last_queued
+    }
+
+    fn wake_slice(&self) -> Option<f64> {
+        self.wake_slice
     }
 
     fn place(&mut self, key: ThreadKey, place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {

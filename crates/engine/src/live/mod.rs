@@ -21,6 +21,7 @@
 
 mod affinity;
 mod cpuset;
+mod groups;
 mod helper;
 mod journal;
 mod limits;
@@ -120,6 +121,8 @@ struct LiveThread {
     scoring: Option<crate::target::Scoring>,
     /// Periods since the thread was first seen.
     age: u32,
+    /// Its run time per sleep, read while other programs run apart.
+    grain: groups::Grain,
 }
 
 /// A thread switched to fewer times a second than this is sampled every
@@ -229,6 +232,8 @@ pub struct LiveProcess {
     /// The share of its threads' runnable time queued for a CPU while the
     /// program had fewer than `all_cpus` CPUs' worth of time, last period.
     queued: Option<f64>,
+    /// Which scheduling groups the other programs run in.
+    groups: groups::GroupWatch,
     /// How many CPUs the places span together.
     all_cpus: usize,
     last_observe: Option<Instant>,
@@ -304,6 +309,7 @@ impl LiveProcess {
             progress: None,
             waiting: None,
             queued: None,
+            groups: groups::GroupWatch::new(),
             all_cpus: 0,
             last_observe: None,
             nominal_period_s: period_s,
@@ -643,6 +649,7 @@ impl LiveProcess {
             io,
             scoring: None,
             age: 0,
+            grain: groups::Grain::default(),
         })
     }
 
@@ -730,6 +737,16 @@ impl LiveProcess {
             sampling.waiting.retain(&pids);
         }
         let period_ns = period_s * 1e9;
+        self.groups.refresh(&pids, Instant::now());
+        if self.groups.newly_apart() {
+            self.notes.push(
+                "the other programs that ran beside it are in scheduling groups apart from its own (autogroup, CPU \
+                 cgroups): where its threads sleep between short rounds the learner counts on their wake-ups taking \
+                 most of a core they share"
+                    .to_owned(),
+            );
+        }
+        let apart = self.groups.wake_slice().is_some();
         let mut measured = Measured::default();
         let mut gone = Vec::new();
         let mut stale_code = HashSet::new();
@@ -827,10 +844,20 @@ impl LiveProcess {
             if let Some(&rate) = rates.get(&thread.who.tid) {
                 measured.beat_rates.push((samples.len(), rate));
             }
+            // The grain matters only beside programs in other groups; it is
+            // counted afresh each time they are found apart.
+            let grain_s = if apart {
+                let tid = thread.who.tid;
+                thread.grain.update(ran_ns, || groups::voluntary_switches(pid, tid))
+            } else {
+                thread.grain = groups::Grain::default();
+                None
+            };
             samples.push(ThreadSample {
                 key,
                 speed,
                 share: cpu_share,
+                grain_s,
             });
         }
         if !gone.is_empty() {
@@ -941,6 +968,10 @@ impl Target for LiveProcess {
 
     fn queued(&self) -> Option<f64> {
         self.queued
+    }
+
+    fn wake_slice(&self) -> Option<f64> {
+        self.groups.wake_slice()
     }
 
     fn scoring(&self, key: ThreadKey) -> Option<crate::target::Scoring> {

@@ -815,6 +815,7 @@ mod tests {
             key,
             speed: None,
             share: None,
+            grain_s: None,
         };
         let speeds = |samples: &[pinlearn_policy::ThreadSample]| samples.iter().map(|s| s.speed).collect::<Vec<_>>();
         let mut peak = FadingPeak::default();

@@ -62,7 +62,7 @@ mod spread;
 pub use numa::BAR_TICKS;
 pub use spread::{Member, spread};
 
-use crate::crowd::{Crowd, CrowdConfig, Naps, Occupant};
+use crate::crowd::{Crowd, CrowdConfig, Naps, Occupant, wake_weight};
 use crate::guard::{Arm, Guard, GuardConfig, GuardStats, HandBack};
 use crate::layout::{Layout, PlaceKind};
 use crate::objective::sanitise_speed;
@@ -707,6 +707,7 @@ impl BubblesPolicy {
                     share: sample.share.filter(|_| !thread.moved && !learning.after_os),
                     area,
                     asleep: thread.naps.asleep(),
+                    wakes: wake_weight(sample.grain_s, input.wake_slice_s),
                 })
                 .collect();
             let moved = learning.crowd.moves(
