@@ -429,6 +429,7 @@ impl Engine {
                     bubble,
                     waiting,
                     sample.share,
+                    sample.grain_s,
                 )?;
             }
         }
@@ -929,7 +930,7 @@ mod tests {
         let mut lines = text.lines();
         assert_eq!(
             lines.next(),
-            Some("time_s,period,pid,tid,name,place,speed,utility,bubble,waiting,share")
+            Some("time_s,period,pid,tid,name,place,speed,utility,bubble,waiting,share,grain_s")
         );
         let rows: Vec<&str> = lines.collect();
         assert_eq!(rows.len(), 6);

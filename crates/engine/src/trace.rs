@@ -1,14 +1,17 @@
 //! `--trace FILE`: one CSV row per thread per period.
 //!
 //! Columns: `time_s, period, pid, tid, name, place, speed, utility, bubble,
-//! waiting, share`, where `place` is the CPU list the thread may run on after this
+//! waiting, share, grain_s`, where `place` is the CPU list the thread may run on after this
 //! period (list syntax, e.g. `1` or `0-1`), `speed` the measured speed over
 //! the period, `utility` what the policy learned from (empty when unknown),
 //! `bubble` the name of the thread's bubble (`--bubbles`; empty when in
 //! none) and `waiting` the share of the thread's recent CPU-clock samples
 //! found in waiting code, older periods fading (empty before it was sampled),
 //! and `share` the share of its runnable time the thread ran over the period
-//! (1: it never waited for a CPU; what the learner's crowd moves use).
+//! (1: it never waited for a CPU; what the learner's crowd moves use), and
+//! `grain_s` its run time per voluntary sleep as last read (empty unless the
+//! other programs run in scheduling groups apart from its own and it
+//! slept: what the crowd's wake-ups use).
 
 use crate::EngineError;
 use crate::target::ThreadInfo;
@@ -22,8 +25,8 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub const HEADER: [&'static str; 11] = [
-        "time_s", "period", "pid", "tid", "name", "place", "speed", "utility", "bubble", "waiting", "share",
+    pub const HEADER: [&'static str; 12] = [
+        "time_s", "period", "pid", "tid", "name", "place", "speed", "utility", "bubble", "waiting", "share", "grain_s",
     ];
 
     pub fn create(path: &Path) -> Result<Self, EngineError> {
@@ -47,6 +50,7 @@ impl Trace {
         bubble: &str,
         waiting: Option<f64>,
         share: Option<f64>,
+        grain_s: Option<f64>,
     ) -> Result<(), EngineError> {
         let number = |v: f64| {
             if v.is_finite() {
@@ -67,6 +71,7 @@ impl Trace {
             bubble.to_string(),
             waiting.map(number).unwrap_or_default(),
             share.map(number).unwrap_or_default(),
+            grain_s.map(number).unwrap_or_default(),
         ];
         self.writer.write_record(&record).map_err(|e| csv_error(&self.path, e))
     }

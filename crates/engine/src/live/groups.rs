@@ -134,10 +134,8 @@ impl GroupWatch {
             let id = (pid, stat.starttime);
             let now_ticks = stat.utime + stat.stime;
             ticks.insert(id, now_ticks);
-            let busy = match self.ticks.get(&id) {
-                Some(&before) => now_ticks.saturating_sub(before),
-                None => 0,
-            };
+            // A process new since the last scan ran all its time since.
+            let busy = now_ticks.saturating_sub(self.ticks.get(&id).copied().unwrap_or(0));
             if busy == 0 || first {
                 continue;
             }
