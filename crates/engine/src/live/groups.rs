@@ -55,7 +55,8 @@ const BASE_SLICE_S: f64 = 0.75e-3;
 pub(super) struct GroupWatch {
     autogroup: bool,
     slice_s: f64,
-    /// When the last scan was, and whether it was the first.
+    /// When the last scan that counted the processes was, and whether it
+    /// was the first.
     last_scan: Option<(Instant, bool)>,
     /// CPU ticks (utime + stime) of every other process at the last scan,
     /// by (pid, start time).
@@ -106,7 +107,8 @@ impl GroupWatch {
             Some((at, first)) if now.duration_since(at) < if first { FIRST_GAP } else { SCAN_EVERY } => return,
             Some(_) => false,
         };
-        self.last_scan = Some((now, first));
+        // Until a scan has counted every process's CPU time, the next one
+        // is a first one again (it only counts).
         let Some(&root) = own.iter().min() else {
             return;
         };
@@ -116,6 +118,7 @@ impl GroupWatch {
         let Ok(all) = procfs::process::all_processes() else {
             return;
         };
+        self.last_scan = Some((now, first));
         let me = std::process::id();
         let mut ticks = HashMap::with_capacity(self.ticks.len());
         let (mut same, mut other) = (0u64, 0u64);
