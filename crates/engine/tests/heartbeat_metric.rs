@@ -37,11 +37,8 @@ fn heartbeat_speeds_follow_reported_progress_not_cpu_time() {
     }
     let cpus = vec![get_affinity(0).unwrap()];
     let scope = Scope {
-        root: std::process::id(),
-        children: false,
         only: Some(tids.clone()),
-        exclude: vec![],
-        stacks: None,
+        ..Scope::process_tree(std::process::id(), false)
     };
     let mut target = LiveProcess::new(scope, Metric::Heartbeat, cpus, 0.1);
     let mut samples: Vec<ThreadSample> = Vec::new();

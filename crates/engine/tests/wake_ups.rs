@@ -43,11 +43,8 @@ fn busy_loop(own_session: bool) -> Child {
 /// Observes the napper for `seconds` in periods of 50 ms; the last samples.
 fn watch(tids: &Arc<Mutex<HashSet<u32>>>, seconds: f64) -> (LiveProcess, Vec<ThreadSample>) {
     let scope = Scope {
-        root: std::process::id(),
-        children: false,
         only: Some(tids.clone()),
-        exclude: vec![],
-        stacks: None,
+        ..Scope::process_tree(std::process::id(), false)
     };
     let mut target = LiveProcess::new(scope, Metric::Cpu, vec![get_affinity(0).unwrap()], 0.05);
     let mut samples = Vec::new();
