@@ -53,12 +53,8 @@ impl CpusetWatch {
 /// first (a v2 hierarchy without the cpuset controller has no such file).
 fn cpuset_files(cgroups: &str, mountinfo: &str) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for line in cgroups.lines() {
-        let mut fields = line.splitn(3, ':');
-        let (Some(_), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next()) else {
-            continue;
-        };
-        let v1 = controllers.split(',').any(|c| c == "cpuset");
+    for (controllers, path) in cgroup_entries(cgroups) {
+        let v1 = names_controller(controllers, "cpuset");
         let v2 = controllers.is_empty();
         if !(v1 || v2) {
             continue;
@@ -95,6 +91,22 @@ fn cpuset_files(cgroups: &str, mountinfo: &str) -> Vec<PathBuf> {
     }
     files.sort_by_key(|path| !path.ends_with("cpuset.effective_cpus"));
     files
+}
+
+/// The `(controllers, path)` of every line of a /proc/PID/cgroup text
+/// (`ID:CONTROLLERS:PATH`; the controllers are empty for the v2
+/// hierarchy); malformed lines are skipped.
+pub(super) fn cgroup_entries(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.lines().filter_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        Some((controllers, path))
+    })
+}
+
+/// Whether a v1 controllers field (`cpu,cpuacct`) names `controller`.
+pub(super) fn names_controller(controllers: &str, controller: &str) -> bool {
+    controllers.split(',').any(|c| c == controller)
 }
 
 #[cfg(test)]

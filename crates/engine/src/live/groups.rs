@@ -30,6 +30,8 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use super::cpuset::{cgroup_entries, names_controller};
+
 /// Time between two scans of the other processes, after the second.
 const SCAN_EVERY: Duration = Duration::from_secs(5);
 
@@ -176,18 +178,16 @@ fn group_key(pid: i32, autogroup: bool) -> Option<String> {
     Some(path)
 }
 
-/// The CPU cgroup in a /proc/PID/cgroup text: the v1 hierarchy holding the
-/// `cpu` controller, else the v2 path cut below the last directory whose
+/// The CPU cgroup in a /proc/PID/cgroup text (malformed lines skipped): the
+/// v1 hierarchy holding the `cpu` controller, else the v2 path cut below the last directory whose
 /// parent enables `cpu` for its children (`subtree_control` reads a
 /// directory's cgroup.subtree_control, `""` being the root).
 fn cpu_cgroup(text: &str, subtree_control: impl Fn(&str) -> Option<String>) -> Option<String> {
     let mut unified = None;
-    for line in text.lines() {
-        let mut fields = line.splitn(3, ':');
-        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+    for (controllers, path) in cgroup_entries(text) {
         if controllers.is_empty() {
             unified = Some(path);
-        } else if controllers.split(',').any(|c| c == "cpu") {
+        } else if names_controller(controllers, "cpu") {
             return Some(path.to_owned());
         }
     }
