@@ -404,24 +404,19 @@ impl SimMachine {
             .collect();
         let program = spec.build(cores.len());
         let m = cores.len();
+        let slice = scheduler_slice_s(m);
         let wake_preempts = if params.load_session == LoadSession::Own && program.sleeps_while_waiting() {
-            spec.grain_s.map_or(1.0, |grain| {
-                (scheduler_slice_s(m) / grain.max(f64::MIN_POSITIVE)).min(1.0)
-            })
+            spec.grain_s
+                .map_or(1.0, |grain| (slice / grain.max(f64::MIN_POSITIVE)).min(1.0))
         } else {
             0.0
         };
+        let grain = spec.grain_s.filter(|g| g.is_finite() && *g > 0.0);
         // What the manager reads of the threads' rhythm and the others' group.
-        let grain_seen = program.sleeps_while_waiting().then(|| {
-            spec.grain_s
-                .filter(|g| g.is_finite() && *g > 0.0)
-                .unwrap_or(UNGIVEN_GRAIN_S)
-        });
-        let wake_slice = (params.load_session == LoadSession::Own).then(|| scheduler_slice_s(m));
-        let queue_kept = match (spec.grain_s.filter(|g| g.is_finite() && *g > 0.0), program.stages()) {
-            (Some(grain), Some(stages)) if params.load_session == LoadSession::Own => {
-                queue_kept(stages, grain, scheduler_slice_s(m))
-            }
+        let grain_seen = program.sleeps_while_waiting().then(|| grain.unwrap_or(UNGIVEN_GRAIN_S));
+        let wake_slice = (params.load_session == LoadSession::Own).then_some(slice);
+        let queue_kept = match (grain, program.stages()) {
+            (Some(grain), Some(stages)) if params.load_session == LoadSession::Own => queue_kept(stages, grain, slice),
             _ => Vec::new(),
         };
         let mut machine = SimMachine {
