@@ -54,43 +54,47 @@ impl CpusetWatch {
 fn cpuset_files(cgroups: &str, mountinfo: &str) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for (controllers, path) in cgroup_entries(cgroups) {
-        let v1 = names_controller(controllers, "cpuset");
-        let v2 = controllers.is_empty();
-        if !(v1 || v2) {
-            continue;
-        }
-        for mount in mountinfo.lines() {
-            // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ... - FSTYPE SOURCE SUPER_OPTIONS
-            let Some((left, right)) = mount.split_once(" - ") else {
-                continue;
-            };
-            let left: Vec<&str> = left.split(' ').collect();
-            let right: Vec<&str> = right.split(' ').collect();
-            if left.len() < 5 || right.len() < 3 {
-                continue;
-            }
-            let (root, point, fstype, options) = (left[3], left[4], right[0], right[2]);
-            let matches = if v1 {
-                fstype == "cgroup" && options.split(',').any(|o| o == "cpuset")
-            } else {
-                fstype == "cgroup2"
-            };
-            if !matches {
-                continue;
-            }
-            // The path is relative to the cgroup namespace's root; a mount
-            // of a sub-tree shows that sub-tree as its root.
-            let relative = path.strip_prefix(root).unwrap_or(path).trim_start_matches('/');
-            let dir = PathBuf::from(point).join(relative);
-            files.push(dir.join(if v1 {
-                "cpuset.effective_cpus"
-            } else {
-                "cpuset.cpus.effective"
-            }));
+        if names_controller(controllers, "cpuset") {
+            let dirs = cgroup_dirs(path, Some("cpuset"), mountinfo);
+            files.extend(dirs.into_iter().map(|dir| dir.join("cpuset.effective_cpus")));
+        } else if controllers.is_empty() {
+            let dirs = cgroup_dirs(path, None, mountinfo);
+            files.extend(dirs.into_iter().map(|dir| dir.join("cpuset.cpus.effective")));
         }
     }
     files.sort_by_key(|path| !path.ends_with("cpuset.effective_cpus"));
     files
+}
+
+/// The directories where cgroup `path` (as /proc/PID/cgroup names it) is
+/// found: in every mount of the v1 hierarchy holding `controller`, or of
+/// the v2 hierarchy when `controller` is `None`.
+pub(super) fn cgroup_dirs(path: &str, controller: Option<&str>, mountinfo: &str) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for mount in mountinfo.lines() {
+        // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ... - FSTYPE SOURCE SUPER_OPTIONS
+        let Some((left, right)) = mount.split_once(" - ") else {
+            continue;
+        };
+        let left: Vec<&str> = left.split(' ').collect();
+        let right: Vec<&str> = right.split(' ').collect();
+        if left.len() < 5 || right.len() < 3 {
+            continue;
+        }
+        let (root, point, fstype, options) = (left[3], left[4], right[0], right[2]);
+        let matches = match controller {
+            Some(controller) => fstype == "cgroup" && options.split(',').any(|o| o == controller),
+            None => fstype == "cgroup2",
+        };
+        if !matches {
+            continue;
+        }
+        // The path is relative to the cgroup namespace's root; a mount of a
+        // sub-tree shows that sub-tree as its root.
+        let relative = path.strip_prefix(root).unwrap_or(path).trim_start_matches('/');
+        dirs.push(PathBuf::from(point).join(relative));
+    }
+    dirs
 }
 
 /// The `(controllers, path)` of every line of a /proc/PID/cgroup text

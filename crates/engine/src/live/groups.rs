@@ -11,8 +11,8 @@
 //!          ▼ the busy ones
 //!     group_key: the effective CPU cgroup (v1 `cpu` line, or v2's path cut
 //!          │      where the `cpu` controller stops), and the autogroup
-//!          │      (/proc/PID/autogroup) where that cgroup is the root and
-//!          ▼      autogroup is on
+//!          │      (/proc/PID/autogroup, empty for the root group) where
+//!          ▼      that cgroup is the root and autogroup is on
 //!     apart = at most 10% of those ticks ran in the target's group
 //!          │      (too few ticks: the last answer stands)
 //!          ▼
@@ -30,7 +30,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use super::cpuset::{cgroup_entries, names_controller};
+use super::cpuset::{cgroup_dirs, cgroup_entries, names_controller};
 
 /// Time between two scans of the other processes, after the second.
 const SCAN_EVERY: Duration = Duration::from_secs(5);
@@ -56,6 +56,8 @@ const BASE_SLICE_S: f64 = 0.75e-3;
 #[derive(Debug)]
 pub(super) struct GroupWatch {
     autogroup: bool,
+    /// /proc/self/mountinfo, read once: where the v2 hierarchy is mounted.
+    mountinfo: String,
     slice_s: f64,
     /// When the last scan that counted the processes was, and whether it
     /// was the first.
@@ -78,6 +80,7 @@ impl GroupWatch {
         GroupWatch {
             autogroup: std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
                 .is_ok_and(|s| s.trim() == "1"),
+            mountinfo: std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default(),
             slice_s: linux_slice_s(cpus),
             last_scan: None,
             ticks: HashMap::new(),
@@ -114,7 +117,7 @@ impl GroupWatch {
         let Some(&root) = own.iter().min() else {
             return;
         };
-        let Some(target_key) = group_key(root as i32, self.autogroup) else {
+        let Some(target_key) = group_key(root as i32, self.autogroup, &self.mountinfo) else {
             return;
         };
         let Ok(all) = procfs::process::all_processes() else {
@@ -147,7 +150,7 @@ impl GroupWatch {
             let key = self
                 .keys
                 .entry(id)
-                .or_insert_with(|| group_key(pid, self.autogroup))
+                .or_insert_with(|| group_key(pid, self.autogroup, &self.mountinfo))
                 .clone();
             match key {
                 Some(key) if key == target_key => same += busy,
@@ -166,16 +169,25 @@ impl GroupWatch {
 /// The scheduling group process `pid` runs in: its effective CPU cgroup,
 /// and its autogroup where that cgroup is the root and autogroup is on;
 /// `None` when unreadable (it ended, or belongs to another user).
-fn group_key(pid: i32, autogroup: bool) -> Option<String> {
+fn group_key(pid: i32, autogroup: bool, mountinfo: &str) -> Option<String> {
     let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     let path = cpu_cgroup(&cgroups, |dir| {
-        std::fs::read_to_string(format!("/sys/fs/cgroup{dir}/cgroup.subtree_control")).ok()
+        let dirs = cgroup_dirs(if dir.is_empty() { "/" } else { dir }, None, mountinfo);
+        dirs.iter()
+            .find_map(|d| std::fs::read_to_string(d.join("cgroup.subtree_control")).ok())
     })?;
     if path == "/" && autogroup {
         let group = std::fs::read_to_string(format!("/proc/{pid}/autogroup")).ok()?;
-        return Some(format!("/ {}", group.split_whitespace().next()?));
+        return Some(format!("/ {}", autogroup_name(&group)));
     }
     Some(path)
+}
+
+/// The autogroup a /proc/PID/autogroup text names (`/autogroup-7 nice 0`);
+/// the file is empty for a process of the root group (init's session, and
+/// every process that never started a session of its own).
+fn autogroup_name(text: &str) -> &str {
+    text.split_whitespace().next().unwrap_or("root")
 }
 
 /// The CPU cgroup in a /proc/PID/cgroup text (malformed lines skipped): the
@@ -292,6 +304,29 @@ mod tests {
         assert_eq!(cpu_cgroup("0::/\n", control).as_deref(), Some("/"));
         assert_eq!(cpu_cgroup("0::/user.slice\n", none).as_deref(), Some("/"));
         assert_eq!(cpu_cgroup("garbage", none), None);
+    }
+
+    #[test]
+    fn a_process_that_never_started_a_session_is_in_the_root_autogroup() {
+        assert_eq!(autogroup_name("/autogroup-3294 nice 0\n"), "/autogroup-3294");
+        // What the kernel prints for a task of the root task group.
+        assert_eq!(autogroup_name(""), "root");
+        assert_ne!(autogroup_name(""), autogroup_name("/autogroup-1 nice 0"));
+    }
+
+    #[test]
+    fn the_v2_subtree_control_is_read_where_the_v2_hierarchy_is_mounted() {
+        // A hybrid layout: cpu in v1, v2 at /sys/fs/cgroup/unified.
+        let mounts = "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n\
+                      35 31 0:32 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n";
+        assert_eq!(
+            cgroup_dirs("/", None, mounts),
+            vec![std::path::PathBuf::from("/sys/fs/cgroup/unified/")]
+        );
+        assert_eq!(
+            cgroup_dirs("/a/b", Some("cpu"), mounts),
+            vec![std::path::PathBuf::from("/sys/fs/cgroup/cpu/a/b")]
+        );
     }
 
     #[test]
