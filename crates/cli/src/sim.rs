@@ -126,8 +126,13 @@ pub struct SimArgs {
     /// Linux's automatic NUMA balancing: a thread's memory follows it to a node once its
     /// CPU time there exceeds its CPU time anywhere else by this much (2s: about two of
     /// the kernel's 1 s scan periods), or off: memory stays where it was first touched
-    #[arg(long, value_parser = parse_numa_balancing, default_value = "off", value_name = "DUR|off")]
-    pub numa_balancing: NumaBalancing,
+    #[arg(long, value_parser = parse_duration_or_off, default_value = "off", value_name = "DUR|off")]
+    pub numa_balancing: DurationOrOff,
+    /// Linux's turns on crowded cores: a core of a node that has found a busier one for
+    /// this long without evening them out takes one of its threads anyway (the kernel's
+    /// failed balancing), so CPU-bound threads share the crowded cores over time, or off
+    #[arg(long, value_parser = parse_duration_or_off, default_value = "100ms", value_name = "DUR|off")]
+    pub rotate_after: DurationOrOff,
     /// Runs simulated in parallel [default: the CPUs available]
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -177,6 +182,7 @@ impl SimArgs {
             balance_interval_s: self.balance_interval.as_secs_f64(),
             load_session: self.load_session.unwrap_or(LoadSession::Same),
             numa_balancing_s: self.numa_balancing.0.map(|d| d.as_secs_f64()),
+            rotate_after_s: self.rotate_after.0.map(|d| d.as_secs_f64()),
             ..MachineParams::default()
         };
         options.background_weight = self.background;
@@ -191,20 +197,19 @@ impl SimArgs {
     }
 }
 
-/// `--numa-balancing`: after how much CPU time away from its memory a
-/// thread's memory follows it, or `None` (off).
+/// A time, or `None` for `off` (`--numa-balancing`, `--rotate-after`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct NumaBalancing(pub Option<Duration>);
+pub struct DurationOrOff(pub Option<Duration>);
 
-fn parse_numa_balancing(s: &str) -> Result<NumaBalancing, String> {
+fn parse_duration_or_off(s: &str) -> Result<DurationOrOff, String> {
     if s == "off" {
-        return Ok(NumaBalancing(None));
+        return Ok(DurationOrOff(None));
     }
     let after = parse_duration(s)?;
     if after.is_zero() {
         return Err("give a positive time, such as 2s, or off".into());
     }
-    Ok(NumaBalancing(Some(after)))
+    Ok(DurationOrOff(Some(after)))
 }
 
 /// `pinlearn sim`.

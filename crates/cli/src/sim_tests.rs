@@ -99,6 +99,8 @@ fn bad_names_are_one_line_bad_input_errors() {
         (vec!["--interval", "fast"], "invalid duration"),
         (vec!["--numa-balancing", "0s"], "a positive time"),
         (vec!["--numa-balancing", "on"], "--numa-balancing"),
+        (vec!["--rotate-after", "0ms"], "a positive time"),
+        (vec!["--rotate-after", "never"], "--rotate-after"),
     ] {
         let err = parse(&args).expect_err(needle);
         assert!(err.contains(needle), "{args:?}: {err}");

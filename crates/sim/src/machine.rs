@@ -12,7 +12,9 @@
 //!                 program.settle ─► chunks done, barriers, queues, spins expired
 //!                 woken threads  ─► wakeup placement (idle core of the node, else stay)
 //!                 cores gone idle ─► newidle pull (within the node)
-//!                 balance tick   ─► periodic balancing (within nodes; across nodes every k ticks)
+//!                 balance tick   ─► periodic balancing (within nodes; across nodes every k ticks;
+//!                                   a core that could not even out a busier one for 0.1 s
+//!                                   takes a thread anyway: CPU-bound threads take turns)
 //!               step h = time to the next event (chunk end, stall paid, spin end,
 //!                        phase change, balance tick, period end); rates are constant over h:
 //!                 share_i = w_i / (R_core + b_core)                  same session (R: runnable weight)
@@ -72,6 +74,14 @@ const WAKE_PREEMPT_SHARE: f64 = 0.9;
 /// its spec gives none: a round of the papers' iterative programs (aco's
 /// last about 0.3 ms), shorter than any slice, as `wake_preempts` assumes.
 const UNGIVEN_GRAIN_S: f64 = 0.3e-3;
+
+/// How long a core of a node finds a busier one it cannot even out before
+/// it takes one of its threads anyway ([`MachineParams::rotate_after_s`]).
+/// Measured (`scripts/busy-loops`, 2026-11-27, Linux 6.18): three busy
+/// loops on two CPUs for 20 s ran 12.8-13.7 CPU-seconds each (a model
+/// without turns gives 10, 10 and 20) and changed CPU 7 times a second in
+/// all, one every 145 ms; five loops (3 + 2) 14 times, one every 72 ms.
+const ROTATE_AFTER_S: f64 = 0.1;
 
 /// Linux's base scheduler slice (EEVDF's `sysctl_sched_base_slice`, 0.7
 /// ms), which the kernel scales by `1 + log2(min(CPUs, 8))`.
@@ -184,6 +194,12 @@ pub struct MachineParams {
     pub core_imbalance_pct: f64,
     /// Across nodes, the same threshold on the nodes' mean loads.
     pub node_imbalance_pct: f64,
+    /// Within a node, a core that has found a busier one for this long
+    /// without evening them out (moving a thread would only swap their
+    /// loads) takes a thread anyway, as the kernel does once its balancing
+    /// has failed (`nr_balance_failed`): CPU-bound threads take turns on
+    /// the crowded cores (`None`: never).
+    pub rotate_after_s: Option<f64>,
     pub metric: SimMetric,
     /// Whether the background program is a task group of its own (another
     /// session under autogroup) or competes thread against thread.
@@ -207,6 +223,7 @@ impl Default for MachineParams {
             numa_balance_every: 4,
             core_imbalance_pct: 1.17,
             node_imbalance_pct: 1.25,
+            rotate_after_s: Some(ROTATE_AFTER_S),
             metric: SimMetric::Cpu,
             load_session: LoadSession::Same,
             numa_balancing_s: None,
@@ -329,6 +346,9 @@ pub struct SimMachine {
     now: f64,
     next_balance: f64,
     balance_ticks: u64,
+    /// Per core: periodic balancing ticks in a row that found a busier
+    /// core of its node and moved nothing ([`MachineParams::rotate_after_s`]).
+    balance_failed: Vec<u32>,
     last_observe: Option<f64>,
     /// `totals.work` at the last observation, and the work rate (core-seconds
     /// per second) over the period it closed: the application's progress,
@@ -446,6 +466,7 @@ impl SimMachine {
             now: 0.0,
             next_balance: 0.0,
             balance_ticks: 0,
+            balance_failed: vec![0; m],
             last_observe: None,
             work_at_observe: 0.0,
             last_progress: None,
@@ -1023,7 +1044,7 @@ impl SimMachine {
             .collect();
         self.sort_busiest_first(&mut sources);
         for source in sources {
-            if self.try_move(source, core, 1.0) {
+            if self.try_move(source, core, 1.0, false) {
                 return;
             }
         }
@@ -1035,6 +1056,9 @@ impl SimMachine {
     /// the least loaded one.
     fn balance(&mut self) {
         self.recompute_loads();
+        let rotate_after = self.params.rotate_after_s.map_or(u32::MAX, |after| {
+            (after / self.params.balance_interval_s).ceil().max(1.0) as u32
+        });
         for node in 0..self.node_cores.len() {
             let mut pullers = self.node_cores[node].clone();
             pullers.sort_by(|&a, &b| {
@@ -1046,7 +1070,15 @@ impl SimMachine {
                 let mut sources: Vec<usize> = self.node_cores[node].iter().copied().filter(|&c| c != dst).collect();
                 self.sort_busiest_first(&mut sources);
                 let pct = self.params.core_imbalance_pct;
-                if !sources.into_iter().any(|src| self.try_move(src, dst, pct)) {
+                let dst_load = self.load[dst] / self.capacity[dst];
+                let busier = sources
+                    .iter()
+                    .any(|&src| self.load[src] > 0.0 && self.load[src] / self.capacity[src] > pct * dst_load);
+                let rotate = self.balance_failed[dst] >= rotate_after;
+                if sources.into_iter().any(|src| self.try_move(src, dst, pct, rotate)) {
+                    self.balance_failed[dst] = 0;
+                } else {
+                    self.balance_failed[dst] = if busier { self.balance_failed[dst] + 1 } else { 0 };
                     break;
                 }
             }
@@ -1073,7 +1105,7 @@ impl SimMachine {
                 self.sort_busiest_first(&mut sources);
                 let pct = self.params.node_imbalance_pct;
                 for src in sources {
-                    if self.try_move(src, dst, pct) {
+                    if self.try_move(src, dst, pct, false) {
                         break;
                     }
                 }
@@ -1091,10 +1123,11 @@ impl SimMachine {
 
     /// Moves one runnable thread from `src` to `dst` if `src`'s load exceeds
     /// `pct` times `dst`'s and the move strictly lowers the pair's maximum
-    /// (the thread's weight is less than the difference). The thread is
+    /// (the thread's weight is less than the difference), or, with
+    /// `rotate`, does not raise it (the two loads swap). The thread is
     /// drawn at random among those allowed on `dst`; memory placement and
     /// spinning are ignored. Returns whether a thread moved.
-    fn try_move(&mut self, src: usize, dst: usize, pct: f64) -> bool {
+    fn try_move(&mut self, src: usize, dst: usize, pct: f64, rotate: bool) -> bool {
         let src_load = self.load[src] / self.capacity[src];
         let dst_load = self.load[dst] / self.capacity[dst];
         if src_load <= pct * dst_load || src_load <= 0.0 {
@@ -1110,8 +1143,15 @@ impl SimMachine {
                     && tasks[*index].activity.runnable()
                     && self.place_cores[t.place].len() > 1
                     && self.place_allows[t.place][dst]
-                    && (self.load[dst] + self.program_load(t.weight, self.runnable_total)) / self.capacity[dst]
-                        < src_load * (1.0 - TIME_EPSILON)
+                    && {
+                        let after =
+                            (self.load[dst] + self.program_load(t.weight, self.runnable_total)) / self.capacity[dst];
+                        if rotate {
+                            after <= src_load * (1.0 + TIME_EPSILON)
+                        } else {
+                            after < src_load * (1.0 - TIME_EPSILON)
+                        }
+                    }
             })
             .map(|(index, _)| index)
             .collect();

@@ -92,7 +92,7 @@ fn fib_threads_are_created_during_the_run_and_every_scheduler_finishes_it() {
 }
 
 #[test]
-fn fib_bubbles_keep_leaves_by_their_memory_and_beat_the_os_where_leaves_share_cores() {
+fn fib_bubbles_keep_leaves_by_their_memory_and_beat_the_os_beside_a_load() {
     // The program declares its waiting parents at load 0 and wakes each
     // bubble up as it creates it: leaves are placed before they touch
     // memory, and a respread takes one off its node only onto a free CPU.
@@ -105,13 +105,16 @@ fn fib_bubbles_keep_leaves_by_their_memory_and_beat_the_os_where_leaves_share_co
         bubbles <= os * 1.02,
         "C.1 (a core per leaf): bubbles {bubbles} s, os {os} s"
     );
+    // Two leaves per core, no load: Linux's fork balancing crowds some
+    // nodes; its turns within a node repair that in some seeds (os 38-43 s
+    // in 4 of 10), never across nodes (80-84 s in the others).
     let (os, bubbles) = (
-        completion(&experiment, "B.1", PolicyChoice::Os),
-        completion(&experiment, "B.1", PolicyChoice::Bubbles),
+        median_completion(&experiment, "B.1", PolicyChoice::Os, 10),
+        median_completion(&experiment, "B.1", PolicyChoice::Bubbles, 10),
     );
     assert!(
         os >= 1.3 * bubbles,
-        "B.1 (two leaves per core): os {os} s, bubbles {bubbles} s"
+        "B.1 (two leaves per core), medians of 10 seeds: os {os} s, bubbles {bubbles} s"
     );
     let (os, bubbles) = (
         completion(&experiment, "C.2", PolicyChoice::Os),
