@@ -43,10 +43,11 @@ fn a_program_starting_a_thousand_threads_a_second_keeps_the_summary_bounded() {
     // The workload's main and spawner threads, the tasks alive at the end,
     // and the first 64 that ended; all others are counted together.
     assert!(listed <= 64 + 3 + 60, "{listed} threads listed");
-    assert!(
-        summary["repins"].as_u64().unwrap() > 100,
-        "the learner acted: {summary}"
-    );
+    // The learner re-pinned tasks, not only the two long-lived threads.
+    // How many depends on how many tasks live to see their re-pin: 649-1167
+    // in runs on this 2-CPU machine, 58 in one fresh-clone CI run that saw
+    // 2852 tasks in 151 periods (2026-11-27).
+    assert!(summary["repins"].as_u64().unwrap() > 20, "the learner acted: {summary}");
     let rss = summary["manager_max_rss_kib"].as_u64().expect("memory reported");
     assert!(rss > 0 && rss < 64 * 1024, "manager resident memory {rss} KiB");
     let pid = summary["threads"][0]["pid"].as_u64().expect("a pid") as u32;
