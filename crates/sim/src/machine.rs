@@ -1070,10 +1070,7 @@ impl SimMachine {
                 let mut sources: Vec<usize> = self.node_cores[node].iter().copied().filter(|&c| c != dst).collect();
                 self.sort_busiest_first(&mut sources);
                 let pct = self.params.core_imbalance_pct;
-                let dst_load = self.load[dst] / self.capacity[dst];
-                let busier = sources
-                    .iter()
-                    .any(|&src| self.load[src] > 0.0 && self.load[src] / self.capacity[src] > pct * dst_load);
+                let busier = sources.iter().any(|&src| self.busier(src, dst, pct));
                 let rotate = self.balance_failed[dst] >= rotate_after;
                 if sources.into_iter().any(|src| self.try_move(src, dst, pct, rotate)) {
                     self.balance_failed[dst] = 0;
@@ -1121,6 +1118,13 @@ impl SimMachine {
         });
     }
 
+    /// Whether core `src` is loaded at all and more than `pct` times as
+    /// much as `dst` (per unit of capacity): what a balancer move asks.
+    fn busier(&self, src: usize, dst: usize, pct: f64) -> bool {
+        let src_load = self.load[src] / self.capacity[src];
+        src_load > 0.0 && src_load > pct * (self.load[dst] / self.capacity[dst])
+    }
+
     /// Moves one runnable thread from `src` to `dst` if `src`'s load exceeds
     /// `pct` times `dst`'s and the move strictly lowers the pair's maximum
     /// (the thread's weight is less than the difference), or, with
@@ -1128,11 +1132,10 @@ impl SimMachine {
     /// drawn at random among those allowed on `dst`; memory placement and
     /// spinning are ignored. Returns whether a thread moved.
     fn try_move(&mut self, src: usize, dst: usize, pct: f64, rotate: bool) -> bool {
-        let src_load = self.load[src] / self.capacity[src];
-        let dst_load = self.load[dst] / self.capacity[dst];
-        if src_load <= pct * dst_load || src_load <= 0.0 {
+        if !self.busier(src, dst, pct) {
             return false;
         }
+        let src_load = self.load[src] / self.capacity[src];
         let tasks = self.program.tasks();
         let candidates: Vec<usize> = self
             .threads

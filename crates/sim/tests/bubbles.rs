@@ -92,7 +92,7 @@ fn fib_threads_are_created_during_the_run_and_every_scheduler_finishes_it() {
 }
 
 #[test]
-fn fib_bubbles_keep_leaves_by_their_memory_and_beat_the_os_beside_a_load() {
+fn fib_bubbles_keep_leaves_by_their_memory_and_beat_the_os_where_leaves_share_cores() {
     // The program declares its waiting parents at load 0 and wakes each
     // bubble up as it creates it: leaves are placed before they touch
     // memory, and a respread takes one off its node only onto a free CPU.
