@@ -133,6 +133,11 @@ pub struct SimArgs {
     /// failed balancing), so CPU-bound threads share the crowded cores over time, or off
     #[arg(long, value_parser = parse_duration_or_off, default_value = "100ms", value_name = "DUR|off")]
     pub rotate_after: DurationOrOff,
+    /// How much a barrier round's work varies (barrier, barrier-spin, heat): each thread's is
+    /// drawn in (1 - J, 1] of its share every round, so threads arrive apart and the early
+    /// ones sleep, as on a real machine; 0: all arrive at once
+    #[arg(long, value_name = "J", default_value_t = MachineParams::default().round_jitter)]
+    pub round_jitter: f64,
     /// Runs simulated in parallel [default: the CPUs available]
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -183,6 +188,7 @@ impl SimArgs {
             load_session: self.load_session.unwrap_or(LoadSession::Same),
             numa_balancing_s: self.numa_balancing.0.map(|d| d.as_secs_f64()),
             rotate_after_s: self.rotate_after.0.map(|d| d.as_secs_f64()),
+            round_jitter: self.round_jitter,
             ..MachineParams::default()
         };
         options.background_weight = self.background;

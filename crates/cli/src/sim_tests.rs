@@ -112,6 +112,7 @@ fn bad_names_are_one_line_bad_input_errors() {
         (vec!["--topology", "bogus:3"], "invalid synthetic topology"),
         (vec!["--numa-factor", "0.5"], "--numa-factor"),
         (vec!["--grain", "0s"], "--grain"),
+        (vec!["--round-jitter", "1"], "--round-jitter 1 is out of range"),
         (vec!["--plot-scenario", "C.3", "--scenarios", "A.1"], "not among"),
         (vec!["--json", "/nonexistent-dir/x.json"], "does not exist"),
     ] {

@@ -157,6 +157,12 @@ impl SimOptions {
                 "in [0, 1]",
             ),
             ("noise", params.noise, (0.0..1.0).contains(&params.noise), "in [0, 1)"),
+            (
+                "round-jitter",
+                params.round_jitter,
+                (0.0..1.0).contains(&params.round_jitter),
+                "in [0, 1)",
+            ),
         ];
         if let Some((name, value, _, allowed)) = checks.iter().find(|c| !c.2) {
             return Err(bad(format!("--{name} {value} is out of range: it must be {allowed}")));

@@ -10,6 +10,7 @@
 //!               due events at `now`:
 //!                 background phase change
 //!                 program.settle ─► chunks done, barriers, queues, spins expired
+//!                                   (barrier rounds vary by up to 3%: threads arrive apart)
 //!                 woken threads  ─► wakeup placement (idle core of the node, else stay)
 //!                 cores gone idle ─► newidle pull (within the node)
 //!                 balance tick   ─► periodic balancing (within nodes; across nodes every k ticks;
@@ -82,6 +83,16 @@ const UNGIVEN_GRAIN_S: f64 = 0.3e-3;
 /// without turns gives 10, 10 and 20) and changed CPU 7 times a second in
 /// all, one every 145 ms; five loops (3 + 2) 14 times, one every 72 ms.
 const ROTATE_AFTER_S: f64 = 0.1;
+
+/// How much a barrier round's work varies ([`MachineParams::round_jitter`]).
+/// Measured (`scripts/round-times`, 2026-11-27, four runs): a loop of
+/// about 0.1 s alone on one CPU of this machine, 150 times: successive
+/// rounds differ by 0.4-2.1% in the median, and the rounds' sd is 1.4-7.2%
+/// (a few rounds up to 43% slower); two factors drawn in (0.97, 1] differ
+/// by 1.8% in the median, with an sd of 0.9%. Any jitter at all ends the
+/// knife edge (0.1% does in the 2x14 `barrier` B.2 cell); its size matters
+/// little.
+const ROUND_JITTER: f64 = 0.03;
 
 /// Linux's base scheduler slice (EEVDF's `sysctl_sched_base_slice`, 0.7
 /// ms), which the kernel scales by `1 + log2(min(CPUs, 8))`.
@@ -200,6 +211,12 @@ pub struct MachineParams {
     /// has failed (`nr_balance_failed`): CPU-bound threads take turns on
     /// the crowded cores (`None`: never).
     pub rotate_after_s: Option<f64>,
+    /// How much a barrier round's work varies from thread to thread and
+    /// round to round: each is drawn in (1 - `round_jitter`, 1] of its
+    /// share ([`Program::vary_rounds`]), so threads arrive at a barrier
+    /// apart and the early ones sleep, as on a real machine (0: all at
+    /// once).
+    pub round_jitter: f64,
     pub metric: SimMetric,
     /// Whether the background program is a task group of its own (another
     /// session under autogroup) or competes thread against thread.
@@ -224,6 +241,7 @@ impl Default for MachineParams {
             core_imbalance_pct: 1.17,
             node_imbalance_pct: 1.25,
             rotate_after_s: Some(ROTATE_AFTER_S),
+            round_jitter: ROUND_JITTER,
             metric: SimMetric::Cpu,
             load_session: LoadSession::Same,
             numa_balancing_s: None,
@@ -422,7 +440,8 @@ impl SimMachine {
                 allows
             })
             .collect();
-        let program = spec.build(cores.len());
+        let mut program = spec.build(cores.len());
+        program.vary_rounds(params.round_jitter, seed ^ 0x5eed_51a7_0000_0003);
         let m = cores.len();
         let slice = scheduler_slice_s(m);
         let wake_preempts = if params.load_session == LoadSession::Own && program.sleeps_while_waiting() {

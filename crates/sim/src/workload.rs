@@ -14,6 +14,8 @@
 //!   time is over, changes activity:
 //!     independent   Work ─► Done
 //!     barrier       Work ─► Block (or Spin until now+spin) ─► all Work when the last arrives
+//!                   (with `vary_rounds`, each thread's round work is drawn in
+//!                   ((1 - j) w, w], so threads arrive apart as on a real machine)
 //!     heat          as barrier (blocking); each thread also reads its
 //!                   neighbours' edge rows (see `WorkloadSpec::data_shares`)
 //!     pipeline      Work ─► push item downstream (Block while the queue is full)
@@ -33,6 +35,8 @@
 
 use std::fmt;
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 /// Work left below this many core-seconds counts as done (absorbs rounding).
@@ -363,6 +367,8 @@ impl WorkloadSpec {
                     (_, None) => Wait::Spin(f64::INFINITY),
                 };
                 ProgramState::Barrier(BarrierState {
+                    jitter: 0.0,
+                    rng: Box::new(ChaCha8Rng::seed_from_u64(0)),
                     round: 0,
                     rounds,
                     round_work,
@@ -596,11 +602,27 @@ enum Wait {
 
 #[derive(Clone, Debug)]
 struct BarrierState {
+    /// Each round's work of a thread is `round_work[i]` times a factor drawn
+    /// in (1 - jitter, 1] (`Program::vary_rounds`; 0: exactly the same).
+    jitter: f64,
+    /// Boxed: the generator is far larger than the rest of the program state.
+    rng: Box<ChaCha8Rng>,
     round: u64,
     rounds: u64,
     round_work: Vec<f64>,
     arrived: usize,
     wait: Wait,
+}
+
+impl BarrierState {
+    /// The factor of a thread's next round work: drawn in (1 - jitter, 1].
+    fn factor(&mut self) -> f64 {
+        if self.jitter > 0.0 {
+            1.0 - self.jitter * self.rng.random::<f64>()
+        } else {
+            1.0
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -704,6 +726,32 @@ impl Program {
         }
     }
 
+    /// Makes every barrier round's work vary from thread to thread and
+    /// round to round: a thread's work is its share times a factor drawn
+    /// uniformly in (1 - `jitter`, 1] from `seed`, the current round's too
+    /// (before anything ran). On a real machine no two threads finish a
+    /// round at the same instant (interrupts, caches, other programs); with
+    /// exactly equal rounds on equally shared cores every thread of the
+    /// model arrives at once, none sleeps, and no wake-up is ever placed.
+    /// The run stays about as long: the slowest thread's round keeps its
+    /// full work. Programs without barrier rounds are unchanged.
+    pub fn vary_rounds(&mut self, jitter: f64, seed: u64) {
+        let workers = self.workers;
+        if let ProgramState::Barrier(barrier) = &mut self.state
+            && jitter > 0.0
+        {
+            barrier.jitter = jitter.min(1.0);
+            *barrier.rng = ChaCha8Rng::seed_from_u64(seed);
+            if barrier.round == 0 && barrier.arrived == 0 {
+                for (i, task) in self.tasks[..workers].iter_mut().enumerate() {
+                    if task.activity == Activity::Work {
+                        task.remaining = barrier.round_work[i] * barrier.factor();
+                    }
+                }
+            }
+        }
+    }
+
     /// Barrier rounds completed (0 for other workloads).
     pub fn rounds_done(&self) -> u64 {
         match &self.state {
@@ -801,7 +849,7 @@ impl Program {
                                 remaining: 0.0,
                             }
                         } else {
-                            Task::work(barrier.round_work[i])
+                            Task::work(barrier.round_work[i] * barrier.factor())
                         };
                         if was_blocked && task.activity.runnable() {
                             woken.push(i);
@@ -1048,6 +1096,46 @@ mod tests {
         }
         assert!(program.complete());
         assert_eq!(program.rounds_done(), rounds);
+    }
+
+    /// Every worker's remaining work (the round's, at its start).
+    fn round_works(program: &Program) -> Vec<f64> {
+        program.tasks().iter().map(|t| t.remaining).collect()
+    }
+
+    #[test]
+    fn varied_rounds_draw_each_thread_s_work_below_its_share_from_the_seed() {
+        let barrier = spec(WorkloadKind::Barrier, 8);
+        let share = barrier.build(8).tasks()[0].remaining;
+        let varied = |seed| {
+            let mut program = barrier.build(8);
+            program.vary_rounds(0.03, seed);
+            program
+        };
+        let mut program = varied(5);
+        let mut seen = Vec::new();
+        for round in 1..=20 {
+            let works = round_works(&program);
+            for &w in &works {
+                assert!(w > share * 0.97 && w <= share, "round {round}: {w} of {share}");
+            }
+            seen.extend(works);
+            finish_all_chunks(&mut program, round as f64);
+        }
+        seen.sort_by(f64::total_cmp);
+        seen.dedup();
+        assert_eq!(seen.len(), 160, "every thread's round differs");
+        // The same seed, the same rounds; another, others.
+        assert_eq!(round_works(&varied(5)), round_works(&varied(5)));
+        assert_ne!(round_works(&varied(5)), round_works(&varied(6)));
+        // No jitter, and programs without rounds: unchanged.
+        let mut exact = barrier.build(8);
+        exact.vary_rounds(0.0, 5);
+        assert!(round_works(&exact).iter().all(|&w| w == share));
+        let independent = spec(WorkloadKind::Independent, 4);
+        let mut program = independent.build(4);
+        program.vary_rounds(0.03, 5);
+        assert_eq!(round_works(&program), round_works(&independent.build(4)));
     }
 
     #[test]

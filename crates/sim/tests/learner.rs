@@ -46,12 +46,12 @@ fn where_the_os_is_right_the_learner_keeps_within_two_percent_of_it() {
     // notice and keep out of the way. Not every such cell passes yet (the
     // misses are listed in docs/simulator.md: threads spinning at barriers,
     // blocking barriers beside a load in the program's session at B.2 and
-    // B.3). `Barrier` A.1 and B.1 and `Independent` C.1 and C.2 pass only
-    // since crowd moves became the default (2026-11-25; with the automata's
-    // draws, configs/drawn-moves.toml: +7.9%, +2.7%, +3.8% and +3.1%).
+    // B.3). `Independent` C.1 and C.2 pass only since crowd moves became
+    // the default (2026-11-25; with the automata's draws,
+    // configs/drawn-moves.toml: +3.8% and +3.1%). `Barrier` A.1 and B.1 left
+    // the list when barrier rounds began to vary (2026-11-27): the pin beats
+    // the OS there now, whose wake-ups move threads about at every round.
     let cases = [
-        (WorkloadKind::Barrier, LoadSession::Same, "A.1"),
-        (WorkloadKind::Barrier, LoadSession::Same, "B.1"),
         (WorkloadKind::Barrier, LoadSession::Same, "C.1"),
         (WorkloadKind::Independent, LoadSession::Same, "C.1"),
         (WorkloadKind::Independent, LoadSession::Same, "C.2"),

@@ -26,9 +26,12 @@ fn spec(kind: WorkloadKind, threads: usize, duration_s: f64) -> WorkloadSpec {
     }
 }
 
+/// No measurement noise, and barrier rounds exactly alike, so that times
+/// and speeds can be worked out by hand.
 fn exact(metric: SimMetric) -> MachineParams {
     MachineParams {
         noise: 0.0,
+        round_jitter: 0.0,
         metric,
         ..MachineParams::default()
     }
@@ -714,4 +717,66 @@ fn a_consumer_beside_another_session_stalls_its_producer_when_the_queue_fills_wi
         completion(None, 64, false),
         1e-9
     ));
+}
+
+/// Completion and the OS balancer's moves of `4 * cores` blocking barrier
+/// threads on `2 * cores` cores of one node, the first `cores` of them
+/// loaded by two CPU hogs each of the program's session, with barrier rounds
+/// varying by `round_jitter`; `pinned`: each thread pinned where the OS
+/// settles them (one on every loaded core, three on every other).
+fn barrier_beside_hogs(cores: usize, round_jitter: f64, pinned: bool, seed: u64) -> (f64, u64) {
+    let places = places(&format!("node:1 core:{} pu:1", 2 * cores));
+    let workload = spec(WorkloadKind::Barrier, 4 * cores, 10.0);
+    let mut hogs = vec![2.0; cores];
+    hogs.extend(vec![0.0; cores]);
+    let background = BackgroundSchedule::new(vec![(0.0, hogs)]);
+    let params = MachineParams {
+        round_jitter,
+        ..exact(SimMetric::Cpu)
+    };
+    let mut machine = SimMachine::new(&places, &workload, background, params, seed);
+    if pinned {
+        let core_places: Vec<usize> = places.layout.cores_of(0).collect();
+        for index in 0..4 * cores {
+            let core = if index < cores {
+                index
+            } else {
+                cores + (index - cores) / 3
+            };
+            pin(&mut machine, index, core_places[core]);
+        }
+    }
+    let mut t = 0.0;
+    while machine.completion().is_none() && t < 200.0 {
+        t += 0.5;
+        machine.advance_to(t);
+    }
+    let completion = machine.completion().expect("the program completes");
+    (completion, machine.totals().balancer_moves)
+}
+
+#[test]
+fn threads_that_reach_a_barrier_apart_sleep_and_their_wake_ups_move_them() {
+    // 20 threads, 10 cores, 5 of them loaded: one thread beside the hogs of
+    // every loaded core and three on every other core get a third of a core
+    // each. With rounds exactly alike they all arrive at once, none sleeps,
+    // and the OS never moves one: a knife edge no real program stays on.
+    let (exact_s, exact_moves) = barrier_beside_hogs(5, 0.0, false, 1);
+    // 5 core-seconds of work each (10 s on 20 idle cores' worth).
+    assert!(close(exact_s, 15.0, 1e-6), "a third of a core each: {exact_s}");
+    assert_eq!(exact_moves, 0, "settled from the start");
+    // Rounds that vary by up to 3%, as this machine's do: the early threads
+    // sleep, a woken one whose core the hogs keep busy takes an idle core of
+    // its node, the balancer sends one back, and each round waits for the
+    // last. The same threads pinned where the OS settles them do not move.
+    for seed in 1..4 {
+        let (os_s, os_moves) = barrier_beside_hogs(5, 0.03, false, seed);
+        let (pinned_s, _) = barrier_beside_hogs(5, 0.03, true, seed);
+        assert!(os_moves > 500, "seed {seed}: {os_moves} moves");
+        assert!(
+            os_s > pinned_s * 1.01,
+            "seed {seed}: the OS {os_s} s, pinned {pinned_s} s"
+        );
+        assert!(pinned_s < exact_s, "seed {seed}: shorter rounds, {pinned_s} s");
+    }
 }
