@@ -762,7 +762,7 @@ fn threads_that_reach_a_barrier_apart_sleep_and_their_wake_ups_move_them() {
     // each. With rounds exactly alike they all arrive at once, none sleeps,
     // and the OS never moves one: a knife edge no real program stays on.
     let (exact_s, exact_moves) = barrier_beside_hogs(5, 0.0, false, 1);
-    // 5 core-seconds of work each (10 s on 20 idle cores' worth).
+    // 5 core-seconds of work each (sized for 10 s on the 10 idle cores).
     assert!(close(exact_s, 15.0, 1e-6), "a third of a core each: {exact_s}");
     assert_eq!(exact_moves, 0, "settled from the start");
     // Rounds that vary by up to 3%, as this machine's do: the early threads
