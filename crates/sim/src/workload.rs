@@ -367,8 +367,7 @@ impl WorkloadSpec {
                     (_, None) => Wait::Spin(f64::INFINITY),
                 };
                 ProgramState::Barrier(BarrierState {
-                    jitter: 0.0,
-                    rng: Box::new(ChaCha8Rng::seed_from_u64(0)),
+                    jitter: None,
                     round: 0,
                     rounds,
                     round_work,
@@ -603,10 +602,8 @@ enum Wait {
 #[derive(Clone, Debug)]
 struct BarrierState {
     /// Each round's work of a thread is `round_work[i]` times a factor drawn
-    /// in (1 - jitter, 1] (`Program::vary_rounds`; 0: exactly the same).
-    jitter: f64,
-    /// Boxed: the generator is far larger than the rest of the program state.
-    rng: Box<ChaCha8Rng>,
+    /// in (1 - fraction, 1] (`Program::vary_rounds`; `None`: exactly the same).
+    jitter: Option<RoundJitter>,
     round: u64,
     rounds: u64,
     round_work: Vec<f64>,
@@ -614,14 +611,20 @@ struct BarrierState {
     wait: Wait,
 }
 
+/// How much barrier rounds vary, and the draws.
+#[derive(Clone, Debug)]
+struct RoundJitter {
+    fraction: f64,
+    /// Boxed: the generator is far larger than the rest of the program state.
+    rng: Box<ChaCha8Rng>,
+}
+
 impl BarrierState {
-    /// The factor of a thread's next round work: drawn in (1 - jitter, 1].
+    /// The factor of a thread's next round work: drawn in (1 - fraction, 1].
     fn factor(&mut self) -> f64 {
-        if self.jitter > 0.0 {
-            1.0 - self.jitter * self.rng.random::<f64>()
-        } else {
-            1.0
-        }
+        self.jitter
+            .as_mut()
+            .map_or(1.0, |jitter| 1.0 - jitter.fraction * jitter.rng.random::<f64>())
     }
 }
 
@@ -740,8 +743,10 @@ impl Program {
         if let ProgramState::Barrier(barrier) = &mut self.state
             && jitter > 0.0
         {
-            barrier.jitter = jitter.min(1.0);
-            *barrier.rng = ChaCha8Rng::seed_from_u64(seed);
+            barrier.jitter = Some(RoundJitter {
+                fraction: jitter.min(1.0),
+                rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
+            });
             if barrier.round == 0 && barrier.arrived == 0 {
                 for (i, task) in self.tasks[..workers].iter_mut().enumerate() {
                     if task.activity == Activity::Work {
