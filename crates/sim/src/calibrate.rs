@@ -319,6 +319,10 @@ pub struct CalibrationCell {
     pub sim_os_s: Option<f64>,
     /// scheduler ─► (real ratio to os, modelled ratio to os).
     pub ratios: BTreeMap<String, (Option<f64>, Option<f64>)>,
+    /// scheduler ─► the lowest and highest of its real runs over os's run
+    /// of the same repeat (absent where the runs name no repeats): how far
+    /// the real machine itself strays from one repeat to the next.
+    pub real_range: BTreeMap<String, (f64, f64)>,
     /// The real winners told from the noise ([`real_winners`]): the
     /// schedulers faster than os by more than `TIE_SHARE` in every repeat
     /// whose medians are within `TIE_SHARE` of the fastest's (more than one
@@ -346,6 +350,21 @@ impl CalibrationCell {
     /// Every ratio within `AGREEMENT_POINTS` and the same winner by medians.
     pub fn agrees_by_medians(&self) -> bool {
         self.sim_winner.as_deref() == Some(self.real_median_winner.as_str()) && self.ratios_agree()
+    }
+
+    /// Some modelled ratio lies more than `AGREEMENT_POINTS` outside the
+    /// range of the real repeats' ratios (or, without repeats, of the real
+    /// median): a miss that the real runs' spread does not explain.
+    pub fn misses_beyond_spread(&self) -> bool {
+        self.ratios.iter().any(|(label, pair)| match pair {
+            (Some(real), Some(sim)) => {
+                let (low, high) = self.real_range.get(label).copied().unwrap_or((*real, *real));
+                let outside = (low - sim).max(sim - high).max(0.0);
+                outside * 100.0 > AGREEMENT_POINTS
+            }
+            (Some(_), None) => true,
+            (None, _) => false,
+        })
     }
 
     fn ratios_agree(&self) -> bool {
@@ -507,6 +526,15 @@ pub fn calibrate(
                 }
             }
             let sim_os = sim_times.get("os").copied();
+            let real_range = SCHEDULERS[1..]
+                .iter()
+                .filter_map(|label| {
+                    let ratios = real.paired_ratios(name, &scenario_name, label);
+                    let low = ratios.iter().copied().min_by(f64::total_cmp)?;
+                    let high = ratios.iter().copied().max_by(f64::total_cmp)?;
+                    Some((label.to_string(), (low, high)))
+                })
+                .collect();
             let ratios = SCHEDULERS[1..]
                 .iter()
                 .map(|label| {
@@ -525,6 +553,7 @@ pub fn calibrate(
                 real_os_s: real_os,
                 sim_os_s: sim_os,
                 ratios,
+                real_range,
                 real_winners,
                 real_median_winner: winner(&real_times).unwrap_or_else(|| "os".into()),
                 sim_winner: winner(&sim_times),
@@ -552,6 +581,12 @@ impl Calibration {
     /// The side-by-side table and the agreement count.
     pub fn table(&self) -> String {
         let percent = |r: Option<f64>| r.map_or("—".to_string(), |r| format!("{:+.0}%", (r - 1.0) * 100.0));
+        let points = |r: f64| format!("{:+.0}", (r - 1.0) * 100.0);
+        // The real median with the range of the real repeats' ratios.
+        let real_column = |cell: &CalibrationCell, label: &str, real: Option<f64>| match cell.real_range.get(label) {
+            Some(&(low, high)) if real.is_some() => format!("{} [{}..{}]", percent(real), points(low), points(high)),
+            _ => percent(real),
+        };
         let mut table = Table {
             headers: [
                 "workload",
@@ -575,9 +610,9 @@ impl Calibration {
             table.rows.push(vec![
                 cell.workload.clone(),
                 cell.scenario.clone(),
-                percent(real_static),
+                real_column(cell, "static", real_static),
                 percent(sim_static),
-                percent(real_learn),
+                real_column(cell, "learn", real_learn),
                 percent(sim_learn),
                 cell.real_winners.join("/"),
                 cell.sim_winner.clone().unwrap_or_else(|| "—".into()),
@@ -587,12 +622,15 @@ impl Calibration {
         let agree = self.cells.iter().filter(|c| c.agrees()).count();
         let agree_by_medians = self.cells.iter().filter(|c| c.agrees_by_medians()).count();
         let winners = self.cells.iter().filter(|c| c.same_winner()).count();
+        let beyond = self.cells.iter().filter(|c| c.misses_beyond_spread()).count();
         let mut text = table.to_text();
         text += &format!(
             "{agree} of {} cells agree (every ratio to os within {AGREEMENT_POINTS} points and the same winner; \
              a real scheduler wins only if faster than os by more than {:.0}% in every repeat, a modelled one \
              if its median is; else os wins); the same winner in {winners}; with the real winner by medians \
-             too, {agree_by_medians} agree; model: {}, load session {}, {} seed(s); real: {}\n",
+             too, {agree_by_medians} agree; a modelled ratio more than {AGREEMENT_POINTS} points outside the \
+             real repeats' range [lowest..highest, in points] in {beyond}; model: {}, load session {}, {} seed(s); \
+             real: {}\n",
             self.cells.len(),
             TIE_SHARE * 100.0,
             self.topology,
@@ -784,6 +822,60 @@ mod tests {
     }
 
     #[test]
+    fn a_miss_beyond_the_spread_is_one_the_real_repeats_do_not_reach_within_the_tolerance() {
+        let cell = |real: f64, sim: f64, range: Option<(f64, f64)>| CalibrationCell {
+            workload: "aco".into(),
+            scenario: "B.2".into(),
+            threads: 4,
+            real_os_s: 2.0,
+            sim_os_s: Some(2.0),
+            ratios: BTreeMap::from([("learn".to_string(), (Some(real), Some(sim)))]),
+            real_range: range.map(|r| ("learn".to_string(), r)).into_iter().collect(),
+            real_winners: vec!["os".into()],
+            real_median_winner: "os".into(),
+            sim_winner: Some("os".into()),
+        };
+        // 15 points from the real median, but inside what the repeats gave.
+        let noisy = cell(0.95, 0.80, Some((0.78, 1.02)));
+        assert!(!noisy.agrees() && !noisy.misses_beyond_spread());
+        // 9 and 11 points below the lowest repeat.
+        assert!(!cell(0.95, 0.81, Some((0.90, 1.02))).misses_beyond_spread());
+        assert!(cell(0.95, 0.79, Some((0.90, 1.02))).misses_beyond_spread());
+        assert!(
+            cell(0.95, 1.13, Some((0.90, 1.02))).misses_beyond_spread(),
+            "above the highest"
+        );
+        // Without repeats the real median is the range.
+        assert!(cell(1.00, 0.85, None).misses_beyond_spread());
+        assert!(!cell(1.00, 0.92, None).misses_beyond_spread());
+    }
+
+    #[test]
+    fn each_cell_shows_the_lowest_and_highest_real_run_over_os_s_of_the_same_repeat() {
+        let runs: Vec<String> = [(0, 1.0, 1.1), (1, 2.0, 1.6), (2, 1.5, 1.5)]
+            .iter()
+            .flat_map(|&(repeat, os, static_)| {
+                [("os", os), ("static", static_)].map(|(scheduler, t)| {
+                    format!(
+                        r#"{{"workload": "aco", "scenario": "B.1", "scheduler": "{scheduler}", "repeat": {repeat}, "threads": 4, "completion_s": {t}}}"#
+                    )
+                })
+            })
+            .collect();
+        let text = format!(
+            r#"{{"setup": {{"cores": 2, "workloads": [["aco", "pinlearn work aco --iterations 300"]]}}, "runs": [{}]}}"#,
+            runs.join(",")
+        );
+        let real = RealBench::parse(&text).expect("parses");
+        let calibration =
+            calibrate(&real, &Settings::default(), &MachineParams::default(), 1, None).expect("calibrates");
+        let cell = &calibration.cells[0];
+        assert_eq!(cell.real_range.get("static"), Some(&(0.8, 1.1)), "1.6 / 2 and 1.1 / 1");
+        assert_eq!(cell.real_range.get("learn"), None, "no learn runs");
+        assert!(calibration.table().contains("[-20..+10]"), "{}", calibration.table());
+    }
+
+    #[test]
     fn calibration_compares_the_cells_it_can_size_and_says_what_it_left_out() {
         let real = RealBench::parse(BENCH).expect("parses");
         let calibration =
@@ -795,7 +887,10 @@ mod tests {
         let os = cell.sim_os_s.expect("os finished");
         assert!((os - 1.2).abs() < 0.05, "sized to the real os time without load: {os}");
         assert!(calibration.skipped.iter().any(|s| s.contains("fib")));
+        // Three runs of os, none of the others: no range to show.
+        assert!(cell.real_range.is_empty());
         let table = calibration.table();
         assert!(table.contains("of 1 cells agree"), "{table}");
+        assert!(table.contains("outside the real repeats' range"), "{table}");
     }
 }
