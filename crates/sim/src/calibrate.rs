@@ -16,8 +16,10 @@
 //!   Experiment on "node:1 core:N pu:1" ─► os, static, learn × seeds ─► medians
 //!      ▼
 //!   Calibration: per cell real and modelled static/os and learn/os, the
-//!                difference in points, the winner of each side, and how
-//!                many cells agree (within `AGREEMENT_POINTS`, same winner)
+//!                real repeats' range, the difference in points, the winner
+//!                of each side, how many cells agree (within
+//!                `AGREEMENT_POINTS`, same winner) and how many miss by more
+//!                than that beyond the real range
 //! ```
 //!
 //! The real runs' `learn` is the learner of the day the bench ran (its
