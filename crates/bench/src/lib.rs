@@ -243,6 +243,15 @@ pub fn run(options: &BenchOptions, pinlearn_exe: &Path) -> Result<BenchResults, 
 /// The machine the bench runs on: the one detected, or `--topology` (a
 /// synthetic one mapped onto real CPUs with `--topology-map`, or lstopo
 /// XML) within the bench's own CPUs.
+/// The first `model name` of /proc/cpuinfo's text (x86 has one per CPU;
+/// others may have none).
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == "model name" && !value.trim().is_empty()).then(|| value.trim().to_string())
+    })
+}
+
 fn bench_topology(options: &BenchOptions) -> Result<Topology, BenchError> {
     let detected =
         || Topology::detect().map_err(|e| BenchError::Machine(format!("cannot read the machine topology: {e}")));
@@ -481,6 +490,10 @@ impl Plan {
             autogroup: std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
                 .ok()
                 .map(|s| s.trim().to_string()),
+            cpu_model: std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|cpuinfo| cpu_model(&cpuinfo)),
+            last_level_cache_mib: Topology::detect_last_level_cache_bytes().map(|bytes| bytes >> 20),
             repeat: options.repeat,
             schedulers: schedulers.iter().map(ToString::to_string).collect(),
             scenarios: scenarios.iter().map(ToString::to_string).collect(),
@@ -979,6 +992,18 @@ mod tests {
 
     fn options() -> BenchOptions {
         BenchOptions::default()
+    }
+
+    #[test]
+    fn the_cpu_model_is_the_first_model_name_of_cpuinfo() {
+        let x86 = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\n\
+                   processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Processor\n";
+        assert_eq!(cpu_model(x86).as_deref(), Some("Intel(R) Xeon(R) Processor"));
+        assert_eq!(
+            cpu_model("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd0c\n"),
+            None
+        );
+        assert_eq!(cpu_model("model name\t:   \n"), None);
     }
 
     #[test]

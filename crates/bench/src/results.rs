@@ -42,6 +42,13 @@ pub struct Setup {
     pub load_session: String,
     /// /proc/sys/kernel/sched_autogroup_enabled, if readable.
     pub autogroup: Option<String>,
+    /// The CPU's model name (`model name` in /proc/cpuinfo), if it gives one:
+    /// results from different hosts differ for reasons no scenario names.
+    pub cpu_model: Option<String>,
+    /// The last-level caches that serve the CPUs the bench may use, in MiB (hwloc),
+    /// if known: whether a workload's data lives in them decides how much
+    /// running its threads side by side is worth.
+    pub last_level_cache_mib: Option<u64>,
     pub repeat: usize,
     pub schedulers: Vec<String>,
     pub scenarios: Vec<String>,

@@ -163,9 +163,9 @@ pub struct ChurnArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct StreamArgs {
-    /// Array size relative to 64 MiB per array (3 arrays)
-    #[arg(long, default_value_t = stream::Options::default().size)]
-    pub size: f64,
+    /// Each of the 3 arrays' size in times 64 MiB, or auto: the arrays together 4 x the last-level caches, at least 1
+    #[arg(long, value_name = "auto|F", default_value_t = stream::Options::default().size)]
+    pub size: stream::ArraySize,
     /// Times the triad sweeps the arrays
     #[arg(long, default_value_t = stream::Options::default().runs)]
     pub runs: u32,
@@ -347,6 +347,22 @@ mod tests {
             let work = parse(&[name]).expect(name);
             assert_eq!(work.workload.name(), name);
             assert_eq!(format!("{:?}", work.workload), format!("{expected:?}"), "{name}");
+        }
+    }
+
+    #[test]
+    fn stream_sizes_are_auto_by_default_or_a_positive_number() {
+        let size_of = |args: &[&str]| match parse(args).map(|work| work.workload) {
+            Ok(Workload::Stream(options)) => Ok(options.size),
+            Ok(other) => panic!("stream expected, got {other:?}"),
+            Err(error) => Err(error.to_string()),
+        };
+        assert_eq!(size_of(&["stream"]), Ok(stream::ArraySize::Auto));
+        assert_eq!(size_of(&["stream", "--size", "auto"]), Ok(stream::ArraySize::Auto));
+        assert_eq!(size_of(&["stream", "--size", "0.5"]), Ok(stream::ArraySize::Times(0.5)));
+        for bad in ["0", "big", "nan"] {
+            let error = size_of(&["stream", "--size", bad]).expect_err(bad);
+            assert!(error.contains("give auto or a positive number"), "{error}");
         }
     }
 

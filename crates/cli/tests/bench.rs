@@ -158,6 +158,24 @@ fn best_static_searches_pins_and_plots() {
     let doc = read_json(&json_path);
 
     let cores = doc["setup"]["cores"].as_u64().expect("cores") as usize;
+    // The host's CPU and caches, where the machine tells them (null where not).
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if cpuinfo.lines().any(|line| line.starts_with("model name")) {
+        assert!(
+            doc["setup"]["cpu_model"]
+                .as_str()
+                .is_some_and(|model| !model.is_empty()),
+            "{}",
+            doc["setup"]
+        );
+    }
+    if std::path::Path::new("/sys/devices/system/cpu/cpu0/cache/index0/size").exists() {
+        assert!(
+            doc["setup"]["last_level_cache_mib"].as_u64().is_some(),
+            "{}",
+            doc["setup"]
+        );
+    }
     let calibration = &doc["calibration"][0];
     let workers = calibration["worker_threads"].as_array().expect("worker names");
     assert_eq!(workers.len(), cores, "C: one aco thread per core");

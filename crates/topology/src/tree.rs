@@ -28,6 +28,7 @@
 //! are OS indices: what `sched_setaffinity` takes.
 
 use crate::cpuset::CpuSet;
+use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::distance::DistancesKind;
 use hwlocality::object::types::ObjectType;
 use hwlocality::topology::builder::{FileInputError, StringInputError, TopologyBuilder};
@@ -207,6 +208,39 @@ impl Topology {
             reason: error.to_string(),
         })?;
         Self::from_hwloc(&hwloc, "hwloc: this machine".to_string())
+    }
+
+    /// The bytes of this machine's last-level caches that serve the CPUs
+    /// this process may use: the sizes of the caches of the deepest level
+    /// hwloc finds (L5 down to L1, data or unified), summed; `None` when
+    /// hwloc knows no cache size (some virtual machines and containers).
+    /// For sizing data that must not fit in the caches (`pinlearn work
+    /// stream`). hwloc's x86 component is left out: it binds the calling
+    /// thread to each CPU in turn to read CPUID and then restores the mask
+    /// it found, which undoes a pin that pinlearn set meanwhile on a
+    /// supervised program's thread; Linux's sysfs gives the cache sizes.
+    pub fn detect_last_level_cache_bytes() -> Option<u64> {
+        let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let hwloc = TopologyBuilder::new().without_component("x86").ok()?.build().ok()?;
+        let sizes = |ty: ObjectType| -> Option<u64> {
+            let total: u64 = hwloc
+                .objects_with_type(ty)
+                .filter_map(|cache| match cache.attributes() {
+                    Some(ObjectAttributes::Cache(attributes)) => attributes.size().map(|size| size.get()),
+                    _ => None,
+                })
+                .sum();
+            (total > 0).then_some(total)
+        };
+        [
+            ObjectType::L5Cache,
+            ObjectType::L4Cache,
+            ObjectType::L3Cache,
+            ObjectType::L2Cache,
+            ObjectType::L1Cache,
+        ]
+        .into_iter()
+        .find_map(sizes)
     }
 
     /// An hwloc synthetic description such as `"node:2 core:14 pu:1"`; CPU

@@ -588,3 +588,52 @@ fn numa_distances_in_an_xml_file_give_the_remote_ratio() {
     );
     assert_eq!(synthetic.with_remote_ratio(Some(f64::NAN)).remote_ratio(), None);
 }
+
+/// The cache sizes Linux reports for CPU 0 (sysfs), by level: what hwloc's
+/// Linux component reads too.
+fn sysfs_cache_sizes_of_cpu0() -> Vec<(u32, u64)> {
+    let Ok(entries) = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache") else {
+        return Vec::new();
+    };
+    let mut sizes = Vec::new();
+    for entry in entries.flatten() {
+        let read = |name: &str| std::fs::read_to_string(entry.path().join(name)).ok();
+        let (Some(level), Some(size), Some(kind)) = (read("level"), read("size"), read("type")) else {
+            continue;
+        };
+        if kind.trim() == "Instruction" {
+            continue;
+        }
+        let size = size.trim();
+        let (Ok(level), Some(Ok(kib))) = (level.trim().parse(), size.strip_suffix('K').map(str::parse::<u64>)) else {
+            continue;
+        };
+        sizes.push((level, kib << 10));
+    }
+    sizes
+}
+
+#[test]
+fn the_last_level_caches_are_at_least_cpu_0s_deepest_cache() {
+    let sizes = sysfs_cache_sizes_of_cpu0();
+    let detected = Topology::detect_last_level_cache_bytes();
+    println!("sysfs: {sizes:?}, detected: {detected:?}");
+    match sizes.iter().max() {
+        // The deepest level CPU 0 has: hwloc sums that level's caches over
+        // the CPUs this process may use, so at least the one serving CPU 0
+        // (when CPU 0 is allowed) and at most all of them.
+        Some(&(_, deepest)) => {
+            let detected = detected.expect("sysfs knows the cache sizes, so hwloc does");
+            let allowed = Topology::detect().unwrap().cpus();
+            if allowed.contains(0) {
+                assert!(detected >= deepest, "{detected} < {deepest}");
+            }
+            assert!(
+                detected <= deepest * allowed.len() as u64,
+                "{detected} for {} CPUs",
+                allowed.len()
+            );
+        }
+        None => println!("this machine's sysfs reports no cache sizes; nothing to compare"),
+    }
+}

@@ -205,7 +205,13 @@ mod tests {
 
     #[test]
     fn result_holds_common_and_workload_fields() {
-        let cmd = work(Workload::Stream(stream::Options { size: 0.01, runs: 2 }), 2);
+        let cmd = work(
+            Workload::Stream(stream::Options {
+                size: stream::ArraySize::Times(0.01),
+                runs: 2,
+            }),
+            2,
+        );
         let result = run(&cmd).expect("runs");
         assert_eq!(result["workload"], "stream");
         assert_eq!(result["threads"], 2);

@@ -27,12 +27,20 @@
 //!
 //! # Options
 //!
-//! `--size F` scales the arrays (default 1: 3 x 64 MiB; use enough to exceed
-//! the last-level caches many times), `--runs N` (default 400: 80 GB counted,
-//! about 2 s at 40 GB/s; the timed part excludes the first touch).
+//! `--size auto` (the default) makes the three arrays together at least four
+//! times the last-level caches that serve the process's CPUs (hwloc), and
+//! never less than `--size 1`: arrays that fit in the caches measure the
+//! caches, not the memory (our test machine's virtual CPUs see a 260 MiB L3,
+//! which holds `--size 0.5` whole). Where hwloc knows no cache size, auto is
+//! `--size 1`; the report says which (`array_size_from`). `--size F` scales
+//! each array to F x 64 MiB. `--runs N` (default 40: about 44 GB counted at
+//! the auto size of our test machine, 2 s at 22 GB/s; the timed part excludes
+//! the first touch).
 
 use crate::barrier::{Barrier, SyncMode};
 use crate::common::{Common, WorkError};
+use std::fmt;
+use std::str::FromStr;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -44,18 +52,81 @@ const SCALAR: f64 = 3.0;
 const B_START: f64 = 1.0;
 const C_VALUE: f64 = 2.0;
 
+/// The three arrays together, at least this many times the last-level
+/// caches (`ArraySize::Auto`).
+pub const CACHE_MULTIPLE: u64 = 4;
+
+/// How large each of the three arrays is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArraySize {
+    /// From the machine's last-level caches ([`size_for_caches`]).
+    Auto,
+    /// This many times 64 MiB.
+    Times(f64),
+}
+
+impl fmt::Display for ArraySize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArraySize::Auto => f.write_str("auto"),
+            ArraySize::Times(size) => write!(f, "{size}"),
+        }
+    }
+}
+
+impl FromStr for ArraySize {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "auto" {
+            return Ok(ArraySize::Auto);
+        }
+        match text.parse::<f64>() {
+            Ok(size) if size.is_finite() && size > 0.0 => Ok(ArraySize::Times(size)),
+            _ => Err(format!(
+                "{text:?} is not an array size: give auto or a positive number (times 64 MiB per array)"
+            )),
+        }
+    }
+}
+
 /// Options of the stream workload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
-    /// Array size relative to 64 MiB per array (3 arrays)
-    pub size: f64,
+    /// Each array's size
+    pub size: ArraySize,
     /// Times the triad sweeps the arrays
     pub runs: u32,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { size: 1.0, runs: 400 }
+        Options {
+            size: ArraySize::Auto,
+            runs: 40,
+        }
+    }
+}
+
+/// The array size (times 64 MiB) whose three arrays together hold at least
+/// [`CACHE_MULTIPLE`] times `cache_bytes`, in steps of 1/4, at least 1.
+pub fn size_for_caches(cache_bytes: u64) -> f64 {
+    let array_bytes = (CACHE_MULTIPLE * cache_bytes).div_ceil(3) as f64;
+    let quarters = (4.0 * array_bytes / (BASE_ELEMENTS * 8.0)).ceil();
+    (quarters / 4.0).max(1.0)
+}
+
+/// The size in times 64 MiB and where it came from, for the report.
+fn resolve_size(size: ArraySize, cache_bytes: impl FnOnce() -> Option<u64>) -> (f64, String) {
+    match size {
+        ArraySize::Times(size) => (size, "--size".to_string()),
+        ArraySize::Auto => match cache_bytes() {
+            Some(bytes) => (
+                size_for_caches(bytes),
+                format!("auto: {CACHE_MULTIPLE} x the last-level caches ({} MiB)", bytes >> 20),
+            ),
+            None => (1.0, "auto: the cache size is unknown, so --size 1".to_string()),
+        },
     }
 }
 
@@ -66,6 +137,8 @@ pub struct Report {
     pub elements: usize,
     /// MiB per array.
     pub array_mib: f64,
+    /// How the size was chosen: `--size`, or auto from the caches.
+    pub array_size_from: String,
     pub runs: u32,
     /// STREAM-counted bandwidth, 10^9 bytes per second (24 bytes per element per run).
     pub bandwidth_gbs: f64,
@@ -158,23 +231,23 @@ fn run_triad(elements: usize, runs: u32, common: &Common) -> Result<(f64, f64), 
 
 /// Runs the stream workload.
 pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
-    if !(opts.size.is_finite() && opts.size > 0.0) || opts.runs == 0 {
+    if matches!(opts.size, ArraySize::Times(size) if !(size.is_finite() && size > 0.0)) || opts.runs == 0 {
         return Err(WorkError::BadInput(
-            "--size must be a positive number and --runs at least 1".into(),
+            "--size must be auto or a positive number and --runs at least 1".into(),
         ));
     }
-    let elements = (BASE_ELEMENTS * opts.size).round() as usize;
+    let (size, array_size_from) = resolve_size(opts.size, pinlearn_topology::Topology::detect_last_level_cache_bytes);
+    let elements = (BASE_ELEMENTS * size).round() as usize;
     if elements < common.threads {
         return Err(WorkError::BadInput(format!(
-            "--size {} gives {elements} elements per array, fewer than the {} threads",
-            opts.size, common.threads
+            "--size {size} gives {elements} elements per array, fewer than the {} threads",
+            common.threads
         )));
     }
     let needed = 3 * 8 * elements as u64;
     if let Some(total) = memory_total_bytes().filter(|&total| needed > total / 4 * 3) {
         return Err(WorkError::BadInput(format!(
-            "--size {} needs {} MiB for the three arrays, more than 3/4 of this machine's {} MiB",
-            opts.size,
+            "--size {size} ({array_size_from}) needs {} MiB for the three arrays, more than 3/4 of this machine's {} MiB: give a smaller --size",
             needed >> 20,
             total >> 20
         )));
@@ -200,6 +273,7 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
     Ok(Report {
         elements,
         array_mib: (elements * 8) as f64 / f64::from(1 << 20),
+        array_size_from,
         runs: opts.runs,
         bandwidth_gbs: 24.0 * elements as f64 * f64::from(opts.runs) / timed_s / 1e9,
         timed_s,
@@ -216,7 +290,7 @@ mod tests {
         for (threads, runs) in [(1, 1), (3, 4), (4, 7)] {
             // 1/256 of the default: 32 Ki elements, 256 KiB per array.
             let opts = Options {
-                size: 1.0 / 256.0,
+                size: ArraySize::Times(1.0 / 256.0),
                 runs,
             };
             let common = Common::new(threads, 1, true).expect("valid settings");
@@ -238,10 +312,50 @@ mod tests {
     fn bad_sizes_are_rejected() {
         let common = Common::new(2, 1, true).expect("valid settings");
         for (size, runs) in [(0.0, 1), (-1.0, 1), (f64::NAN, 1), (1.0, 0), (1e-9, 1), (1e7, 1)] {
+            let opts = Options {
+                size: ArraySize::Times(size),
+                runs,
+            };
             assert!(
-                matches!(run(&Options { size, runs }, &common), Err(WorkError::BadInput(_))),
+                matches!(run(&opts, &common), Err(WorkError::BadInput(_))),
                 "{size} {runs}"
             );
         }
+    }
+
+    #[test]
+    fn auto_arrays_hold_four_times_the_caches_and_never_less_than_size_1() {
+        const MIB: u64 = 1 << 20;
+        // Our test machine's 260 MiB L3: 1040 MiB over three arrays is
+        // 346.7 MiB each, 5.42 x 64 MiB, rounded up to 5.5.
+        assert_eq!(size_for_caches(260 * MIB), 5.5);
+        // 48 MiB of cache: 64 MiB per array is exactly enough.
+        assert_eq!(size_for_caches(48 * MIB), 1.0);
+        assert_eq!(size_for_caches(48 * MIB + 1), 1.25);
+        assert_eq!(size_for_caches(8 * MIB), 1.0, "never below --size 1");
+        for cache in [1, 7 * MIB, 260 * MIB, 2048 * MIB] {
+            let arrays = 3.0 * size_for_caches(cache) * 64.0 * MIB as f64;
+            assert!(arrays >= (CACHE_MULTIPLE * cache) as f64, "{cache}");
+        }
+        assert_eq!(resolve_size(ArraySize::Auto, || Some(260 * MIB)).0, 5.5);
+        assert!(resolve_size(ArraySize::Auto, || Some(260 * MIB)).1.contains("260 MiB"));
+        let (size, from) = resolve_size(ArraySize::Auto, || None);
+        assert_eq!(size, 1.0);
+        assert!(from.contains("unknown"), "{from}");
+        assert_eq!(
+            resolve_size(ArraySize::Times(0.5), || Some(260 * MIB)),
+            (0.5, "--size".to_string())
+        );
+    }
+
+    #[test]
+    fn sizes_parse_as_auto_or_a_positive_number() {
+        assert_eq!("auto".parse::<ArraySize>(), Ok(ArraySize::Auto));
+        assert_eq!("0.5".parse::<ArraySize>(), Ok(ArraySize::Times(0.5)));
+        for bad in ["0", "-1", "NaN", "inf", "big", ""] {
+            assert!(bad.parse::<ArraySize>().is_err(), "{bad}");
+        }
+        assert_eq!(ArraySize::Times(0.5).to_string(), "0.5");
+        assert_eq!(ArraySize::Auto.to_string(), "auto");
     }
 }

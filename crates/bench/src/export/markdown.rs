@@ -10,10 +10,13 @@ pub fn to_markdown(results: &BenchResults) -> String {
     let mut out = String::from("# pinlearn bench results\n\n");
     out += &format!("- date: {}\n- command: `{}`\n", s.date, s.command);
     out += &format!(
-        "- CPUs {} ({} cores, per node {:?}); background load: {}, {} session; autogroup {}\n",
+        "- CPUs {} ({} cores, per node {:?}; {}, last-level caches {}); background load: {}, {} session; autogroup {}\n",
         s.cpus,
         s.cores,
         s.cores_per_node,
+        s.cpu_model.as_deref().unwrap_or("CPU model unknown"),
+        s.last_level_cache_mib
+            .map_or("unknown".to_string(), |mib| format!("{mib} MiB")),
         s.load_generator,
         s.load_session,
         s.autogroup.as_deref().unwrap_or("unknown")
