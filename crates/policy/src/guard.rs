@@ -29,7 +29,8 @@
 //!        save up for a burst, and a probe expected to lose more than
 //!        `savings` waits for max_gap)
 //!        expected loss = 1 − (the other arm's last score / the champion's
-//!        last window), at least 0: a champion that got worse than the
+//!        last window), at least 0 (halved every `forecast_halflife`
+//!        champion windows since the last probe, where set): a champion that got worse than the
 //!        other arm was is checked at once (a leading learner even where
 //!        the budget is spent: Linux is the safe side); `assumed_loss`
 //!        before the other
@@ -154,6 +155,14 @@ pub struct GuardConfig {
     /// scores. Off: a tie costs nothing and probes come as the budget
     /// allows.
     pub tie_backoff: bool,
+    /// The other arm's last score forecasts its next probe's loss; after
+    /// this many champion windows without a probe the forecast counts half,
+    /// after twice as many a quarter, and so on: a probe made in a phase
+    /// the program has left (a first touch that ends at a barrier) must not
+    /// keep the other arm out for the rest of the run. What the probes
+    /// really lose is still charged in full. 0 (the default): the forecast
+    /// counts in full until the next probe.
+    pub forecast_halflife: u32,
 }
 
 impl Default for GuardConfig {
@@ -172,6 +181,7 @@ impl Default for GuardConfig {
             replay_change: 0.1,
             savings: 0.225,
             tie_backoff: true,
+            forecast_halflife: 0,
         }
     }
 }
@@ -572,7 +582,13 @@ impl Guard {
         }
         self.since_probe += 1;
         let expected_loss = match (self.other, self.before) {
-            (Some(other), Some(current)) if current > 0.0 => (1.0 - other / current).max(0.0),
+            (Some(other), Some(current)) if current > 0.0 => {
+                let age = match self.cfg.forecast_halflife {
+                    0 => 1.0,
+                    halflife => 0.5f64.powf(f64::from(self.since_probe) / f64::from(halflife)),
+                };
+                (1.0 - other / current).max(0.0) * age
+            }
             // Never measured: Linux's threads spinning in waiting code, or
             // queued for a CPU while others had the program's CPUs, say a
             // pin may win much; otherwise assume it loses.
@@ -867,6 +883,50 @@ mod tests {
                 },
             ),
         })
+    }
+
+    /// Linux at 1.0 with its threads queued, the learner's first probe
+    /// (at once) at 0.8, the program's phase then changing so that the
+    /// learner's places would make 1.3: returns the window of the
+    /// learner's second probe.
+    fn second_probe_after_a_probe_in_another_phase(forecast_halflife: u32) -> usize {
+        let mut guard = Guard::new(GuardConfig {
+            forecast_halflife,
+            ..GuardConfig::default()
+        });
+        let arms = run_measured(&mut guard, 6 * 64, |arm, period| match arm {
+            Arm::Os => (
+                1.0,
+                Signs {
+                    waiting: None,
+                    queued: Some(0.6),
+                },
+            ),
+            Arm::Learn => (
+                if period < 13 { 0.8 } else { 1.3 },
+                Signs {
+                    waiting: None,
+                    queued: Some(0.05),
+                },
+            ),
+        });
+        let windows: Vec<bool> = arms.chunks(6).map(|w| w.contains(&Arm::Learn)).collect();
+        assert!(windows[1], "the first probe comes at once: {windows:?}");
+        match windows.iter().skip(2).position(|&learner| learner) {
+            Some(index) => index + 2,
+            None => panic!("no second probe: {windows:?}"),
+        }
+    }
+
+    #[test]
+    fn a_forecast_that_ages_lets_the_learner_back_sooner_after_a_probe_in_another_phase() {
+        // Charged 20% for its first probe and forecast to lose 20% again,
+        // the learner waits until the budget (1.5% a window) covers both:
+        // window 26 (7.8 s). With the forecast halved every 8 windows the
+        // budget covers the spent 20% and what is left of the forecast by
+        // window 17.
+        assert_eq!(second_probe_after_a_probe_in_another_phase(0), 26);
+        assert_eq!(second_probe_after_a_probe_in_another_phase(8), 17);
     }
 
     #[test]
