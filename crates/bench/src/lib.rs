@@ -240,9 +240,6 @@ pub fn run(options: &BenchOptions, pinlearn_exe: &Path) -> Result<BenchResults, 
     Ok(results)
 }
 
-/// The machine the bench runs on: the one detected, or `--topology` (a
-/// synthetic one mapped onto real CPUs with `--topology-map`, or lstopo
-/// XML) within the bench's own CPUs.
 /// The first `model name` of /proc/cpuinfo's text (x86 has one per CPU;
 /// others may have none).
 fn cpu_model(cpuinfo: &str) -> Option<String> {
@@ -252,6 +249,9 @@ fn cpu_model(cpuinfo: &str) -> Option<String> {
     })
 }
 
+/// The machine the bench runs on: the one detected, or `--topology` (a
+/// synthetic one mapped onto real CPUs with `--topology-map`, or lstopo
+/// XML) within the bench's own CPUs.
 fn bench_topology(options: &BenchOptions) -> Result<Topology, BenchError> {
     let detected =
         || Topology::detect().map_err(|e| BenchError::Machine(format!("cannot read the machine topology: {e}")));
