@@ -30,11 +30,11 @@
 //!        `savings` waits for max_gap)
 //!        expected loss = 1 − (the other arm's last score / the champion's
 //!        last window), at least 0 (halved every `forecast_halflife`
-//!        champion windows since the last probe, where set): a champion that got worse than the
-//!        other arm was is checked at once (a leading learner even where
-//!        the budget is spent: Linux is the safe side); `assumed_loss`
-//!        before the other
-//!        arm was ever measured (so the first probe waits
+//!        champion windows since the last probe, where set): a champion
+//!        that got worse than the other arm was is checked at once (a
+//!        leading learner even where the budget is spent: Linux is the
+//!        safe side); `assumed_loss` before the other arm was ever
+//!        measured (so the first probe waits
 //!        assumed_loss / probe_cost windows: the 15th, after 4.2 s,
 //!        by default),
 //!        0 when Linux's last window spent >= blind_waiting of its CPU

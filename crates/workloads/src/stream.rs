@@ -65,6 +65,16 @@ pub enum ArraySize {
     Times(f64),
 }
 
+impl ArraySize {
+    /// Auto, or a finite size above 0.
+    fn is_valid(self) -> bool {
+        match self {
+            ArraySize::Auto => true,
+            ArraySize::Times(size) => size.is_finite() && size > 0.0,
+        }
+    }
+}
+
 impl fmt::Display for ArraySize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -82,7 +92,7 @@ impl FromStr for ArraySize {
             return Ok(ArraySize::Auto);
         }
         match text.parse::<f64>() {
-            Ok(size) if size.is_finite() && size > 0.0 => Ok(ArraySize::Times(size)),
+            Ok(size) if ArraySize::Times(size).is_valid() => Ok(ArraySize::Times(size)),
             _ => Err(format!(
                 "{text:?} is not an array size: give auto or a positive number (times 64 MiB per array)"
             )),
@@ -231,7 +241,7 @@ fn run_triad(elements: usize, runs: u32, common: &Common) -> Result<(f64, f64), 
 
 /// Runs the stream workload.
 pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
-    if matches!(opts.size, ArraySize::Times(size) if !(size.is_finite() && size > 0.0)) || opts.runs == 0 {
+    if !opts.size.is_valid() || opts.runs == 0 {
         return Err(WorkError::BadInput(
             "--size must be auto or a positive number and --runs at least 1".into(),
         ));
