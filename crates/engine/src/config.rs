@@ -612,6 +612,65 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_forecast_file_ages_the_forecast_always_and_changes_nothing_else() {
+        let s = shipped(
+            "forecast-halflife-8.toml",
+            include_str!("../../../configs/forecast-halflife-8.toml"),
+        );
+        let guard = s.learn.guard;
+        assert_eq!(guard.forecast_halflife, 8);
+        assert_eq!(
+            guard.forecast_ages,
+            pinlearn_policy::ForecastAges::Always,
+            "as measured"
+        );
+        let defaults = Settings::default().learn;
+        assert_eq!(
+            pinlearn_policy::GuardConfig {
+                forecast_halflife: defaults.guard.forecast_halflife,
+                forecast_ages: defaults.guard.forecast_ages,
+                ..guard
+            },
+            defaults.guard,
+            "the rest stays default"
+        );
+        assert_eq!(s.learn.moves, defaults.moves);
+    }
+
+    #[test]
+    fn the_shipped_blind_retry_files_change_only_the_guard_s_second_chance_and_its_forecast() {
+        let defaults = Settings::default().learn;
+        assert_eq!(defaults.guard.blind_retry_after, 4, "the default since 2026-11-28");
+        let off = shipped(
+            "blind-retry-off.toml",
+            include_str!("../../../configs/blind-retry-off.toml"),
+        );
+        assert_eq!(
+            off.learn.guard,
+            pinlearn_policy::GuardConfig {
+                blind_retry_after: 0,
+                ..defaults.guard
+            },
+            "the default without the retry"
+        );
+        let blind = shipped(
+            "forecast-blind-4.toml",
+            include_str!("../../../configs/forecast-blind-4.toml"),
+        );
+        assert_eq!(
+            blind.learn.guard,
+            pinlearn_policy::GuardConfig {
+                blind_retry_after: 0,
+                forecast_halflife: 4,
+                forecast_ages: pinlearn_policy::ForecastAges::WhileLinuxBlind,
+                ..defaults.guard
+            },
+            "as measured: the forecast fades while Linux looks blind, no retry"
+        );
+        assert_eq!((off.learn.moves, blind.learn.moves), (defaults.moves, defaults.moves));
+    }
+
+    #[test]
     fn the_shipped_probe_budget_files_keep_the_first_probe_s_wait() {
         let files = [
             (

@@ -30,7 +30,8 @@
 //!        `savings` waits for max_gap)
 //!        expected loss = 1 − (the other arm's last score / the champion's
 //!        last window), at least 0 (halved every `forecast_halflife`
-//!        champion windows since the last probe, where set): a champion
+//!        champion windows since the last probe, where set, while Linux
+//!        looks blind or always: `forecast_ages`): a champion
 //!        that got worse than the other arm was is checked at once (a
 //!        leading learner even where the budget is spent: Linux is the
 //!        safe side); `assumed_loss` before the other arm was ever
@@ -42,6 +43,11 @@
 //!        its threads spent >= blind_queued of their runnable time queued
 //!        for a CPU while the program had fewer CPUs than it may use;
 //!        never more than `max_gap` champion windows between probes;
+//!        the learner's first probe, made at once on a blind spot, lost:
+//!        once more `blind_retry_after` windows later, outside the budget,
+//!        if Linux's window still shows the blind spot (and is not taken
+//!        for its median: rebalancing); the program may have left the
+//!        phase the first probe met (start-up, a first touch);
 //!        held back (up to `max_gap`) once two of the learner's probes in
 //!        a row lost while it moved no thread (the policy reports its
 //!        places each period, `placed`): the same probe would lose
@@ -163,6 +169,31 @@ pub struct GuardConfig {
     /// really lose is still charged in full. 0 (the default): the forecast
     /// counts in full until the next probe.
     pub forecast_halflife: u32,
+    /// When the forecast ages (`forecast_halflife`): `always`, or
+    /// `while-linux-blind` (the default), only while Linux is champion and
+    /// its last window showed a blind spot (`blind_waiting`,
+    /// `blind_queued`): the signs that say a pin may win are still there,
+    /// so an old loss is more likely the phase it met than the pin's.
+    pub forecast_ages: ForecastAges,
+    /// Where the learner's first probe came at once (Linux's window showed
+    /// a blind spot) and lost, and Linux's windows still show it this many
+    /// windows later, the learner is probed once more then, outside the
+    /// budget: a program's first phase (start-up, a first touch of its
+    /// memory ending at a barrier) says little of the placement it runs
+    /// in after. Once per run; its loss is charged as any probe's. 0 turns
+    /// it off.
+    pub blind_retry_after: u32,
+}
+
+/// When the guard's forecast of a probe's loss fades
+/// ([`GuardConfig::forecast_ages`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForecastAges {
+    /// After every champion window without a probe.
+    Always,
+    /// Only while Linux is champion and its last window looked blind.
+    WhileLinuxBlind,
 }
 
 impl Default for GuardConfig {
@@ -182,6 +213,8 @@ impl Default for GuardConfig {
             savings: 0.225,
             tie_backoff: true,
             forecast_halflife: 0,
+            forecast_ages: ForecastAges::WhileLinuxBlind,
+            blind_retry_after: 4,
         }
     }
 }
@@ -282,6 +315,14 @@ pub struct Guard {
     signs_count: Signs<u32>,
     /// Their means over the last window Linux placed the threads.
     os_signs: Signs<Option<f64>>,
+    /// The probe in progress is the learner's first, made at once because
+    /// Linux looked blind.
+    blind_first: bool,
+    /// That probe lost: the learner is probed again
+    /// [`GuardConfig::blind_retry_after`] windows after it if Linux still
+    /// looks blind then; and whether that retry was made.
+    blind_retry_pending: bool,
+    blind_retried: bool,
     /// Periods decided by each arm, and how often the champion changed.
     stats: GuardStats,
 }
@@ -325,6 +366,9 @@ impl Guard {
             probe_settled: false,
             replay: None,
             settled_losses: 0,
+            blind_first: false,
+            blind_retry_pending: false,
+            blind_retried: false,
             ties: None,
             signs_sum: Signs::default(),
             signs_count: Signs::default(),
@@ -505,6 +549,7 @@ impl Guard {
             return;
         }
         if let Some(probe) = self.probe.take() {
+            let blind_first = std::mem::take(&mut self.blind_first);
             let base = match (self.before, score) {
                 (Some(a), Some(b)) => Some((a + b) / 2.0),
                 (a, b) => a.or(b),
@@ -557,6 +602,9 @@ impl Guard {
                     self.spent += (1.0 - after / before).max(0.0);
                 }
                 self.other = Some(probe);
+                if blind_first && !self.blind_retried && self.cfg.blind_retry_after > 0 {
+                    self.blind_retry_pending = true;
+                }
                 // Held after the second such loss in a row: one window can
                 // mislead (a program starting up, a passing load), and the
                 // same places may win the next time.
@@ -583,9 +631,13 @@ impl Guard {
         self.since_probe += 1;
         let expected_loss = match (self.other, self.before) {
             (Some(other), Some(current)) if current > 0.0 => {
+                let ages = match self.cfg.forecast_ages {
+                    ForecastAges::Always => true,
+                    ForecastAges::WhileLinuxBlind => self.champion == Arm::Os && self.linux_looks_blind(),
+                };
                 let age = match self.cfg.forecast_halflife {
-                    0 => 1.0,
-                    halflife => 0.5f64.powf(f64::from(self.since_probe) / f64::from(halflife)),
+                    halflife if halflife > 0 && ages => 0.5f64.powf(f64::from(self.since_probe) / f64::from(halflife)),
+                    _ => 1.0,
                 };
                 (1.0 - other / current).max(0.0) * age
             }
@@ -636,7 +688,27 @@ impl Guard {
             && matches!((self.other, self.before), (Some(os), Some(current)) if os > current * (1.0 + self.cfg.margin));
         let affordable =
             !replays && self.since_probe >= tie_wait && (linux_overdue || self.spent + expected_loss <= budget);
-        if std::mem::take(&mut self.confirm) || affordable || self.since_probe >= self.cfg.max_gap.max(1) {
+        // The learner's first probe, made at once where Linux looked blind,
+        // lost: once, while Linux still looks blind, it is tried again
+        // outside the budget (the first may have met a phase the program
+        // has left); not while Linux's score is taken for its median (it is
+        // rebalancing: a probe would be compared with that median and
+        // lose), and not at all once Linux no longer looks blind.
+        let mut blind_retry = false;
+        if self.blind_retry_pending && self.since_probe >= self.cfg.blind_retry_after {
+            let rebalancing = self.before.is_some_and(|score| self.linux_level(score) != score);
+            if self.champion != Arm::Os || !self.linux_looks_blind() {
+                self.blind_retry_pending = false;
+            } else if !rebalancing {
+                blind_retry = true;
+            }
+        }
+        if std::mem::take(&mut self.confirm) || affordable || blind_retry || self.since_probe >= self.cfg.max_gap.max(1)
+        {
+            // Never measured, probed at once on Linux's blind spot.
+            self.blind_first = self.champion == Arm::Os && self.other.is_none() && self.linux_looks_blind();
+            self.blind_retried |= blind_retry || self.blind_retry_pending;
+            self.blind_retry_pending = false;
             self.since_probe = 0;
             self.window_arm = self.champion.other();
         }
@@ -885,25 +957,27 @@ mod tests {
         })
     }
 
-    /// Linux at 1.0 with its threads queued, the learner's first probe
-    /// (at once) at 0.8, the program's phase then changing so that the
-    /// learner's places would make 1.3: returns the window of the
-    /// learner's second probe.
-    fn second_probe_after_a_probe_in_another_phase(forecast_halflife: u32) -> usize {
-        let mut guard = Guard::new(GuardConfig {
-            forecast_halflife,
-            ..GuardConfig::default()
-        });
+    /// Linux at 1.0 with its threads queued (60% of their runnable time in
+    /// its first window, `queued_later` in the ones after the learner's
+    /// first probe), that probe (at once) at 0.8, the program's phase then
+    /// changing so that the learner's places make `learner_later`: which
+    /// windows were the learner's, of the first 64.
+    fn learner_windows_after_a_probe_in_another_phase(
+        cfg: GuardConfig,
+        queued_later: f64,
+        learner_later: f64,
+    ) -> Vec<bool> {
+        let mut guard = Guard::new(cfg);
         let arms = run_measured(&mut guard, 6 * 64, |arm, period| match arm {
             Arm::Os => (
                 1.0,
                 Signs {
                     waiting: None,
-                    queued: Some(0.6),
+                    queued: Some(if period < 6 { 0.6 } else { queued_later }),
                 },
             ),
             Arm::Learn => (
-                if period < 13 { 0.8 } else { 1.3 },
+                if period < 13 { 0.8 } else { learner_later },
                 Signs {
                     waiting: None,
                     queued: Some(0.05),
@@ -912,6 +986,13 @@ mod tests {
         });
         let windows: Vec<bool> = arms.chunks(6).map(|w| w.contains(&Arm::Learn)).collect();
         assert!(windows[1], "the first probe comes at once: {windows:?}");
+        windows
+    }
+
+    /// The window of the learner's second probe in that run, where its
+    /// places make 1.3 after the first phase.
+    fn second_probe_after_a_probe_in_another_phase(cfg: GuardConfig, queued_later: f64) -> usize {
+        let windows = learner_windows_after_a_probe_in_another_phase(cfg, queued_later, 1.3);
         match windows.iter().skip(2).position(|&learner| learner) {
             Some(index) => index + 2,
             None => panic!("no second probe: {windows:?}"),
@@ -920,13 +1001,62 @@ mod tests {
 
     #[test]
     fn a_forecast_that_ages_lets_the_learner_back_sooner_after_a_probe_in_another_phase() {
+        use ForecastAges::{Always, WhileLinuxBlind};
+        let cfg = |forecast_halflife, forecast_ages| GuardConfig {
+            forecast_halflife,
+            forecast_ages,
+            blind_retry_after: 0,
+            ..GuardConfig::default()
+        };
         // Charged 20% for its first probe and forecast to lose 20% again,
         // the learner waits until the budget (1.5% a window) covers both:
         // window 26 (7.8 s). With the forecast halved every 8 windows the
         // budget covers the spent 20% and what is left of the forecast by
         // window 17.
-        assert_eq!(second_probe_after_a_probe_in_another_phase(0), 26);
-        assert_eq!(second_probe_after_a_probe_in_another_phase(8), 17);
+        assert_eq!(second_probe_after_a_probe_in_another_phase(cfg(0, Always), 0.6), 26);
+        assert_eq!(second_probe_after_a_probe_in_another_phase(cfg(8, Always), 0.6), 17);
+        assert_eq!(
+            second_probe_after_a_probe_in_another_phase(cfg(8, WhileLinuxBlind), 0.6),
+            17
+        );
+        // Linux's threads no longer queued: nothing says the loss was the
+        // phase's rather than the pin's, so the forecast holds unless it
+        // ages always.
+        assert_eq!(
+            second_probe_after_a_probe_in_another_phase(cfg(8, WhileLinuxBlind), 0.1),
+            26
+        );
+        assert_eq!(second_probe_after_a_probe_in_another_phase(cfg(8, Always), 0.1), 17);
+        assert_eq!(
+            second_probe_after_a_probe_in_another_phase(cfg(0, WhileLinuxBlind), 0.6),
+            26
+        );
+    }
+
+    #[test]
+    fn a_lost_first_probe_on_linux_s_blind_spot_is_retried_once_while_linux_still_looks_blind() {
+        let retry = |after| GuardConfig {
+            blind_retry_after: after,
+            ..GuardConfig::default()
+        };
+        // Lost at window 1, Linux's windows 2-5 still blind: tried again at
+        // window 6, outside the budget, and it wins.
+        assert_eq!(second_probe_after_a_probe_in_another_phase(retry(4), 0.6), 6);
+        assert_eq!(second_probe_after_a_probe_in_another_phase(retry(2), 0.6), 4);
+        // It won by less than `decisive`: Linux is probed again at once,
+        // loses, and the learner keeps the threads but for Linux's probes.
+        let windows = learner_windows_after_a_probe_in_another_phase(retry(4), 0.6, 1.3);
+        assert!(windows[10..].iter().all(|&learner| learner), "{windows:?}");
+        // Linux no longer blind: no retry, the budget's pace.
+        assert_eq!(second_probe_after_a_probe_in_another_phase(retry(4), 0.1), 26);
+        // Off: the budget's pace.
+        assert_eq!(second_probe_after_a_probe_in_another_phase(retry(0), 0.6), 26);
+        // Where the learner keeps losing, the retry comes once: then the
+        // budget's pace (spent: two losses of 20%).
+        let windows = learner_windows_after_a_probe_in_another_phase(retry(4), 0.6, 0.8);
+        let probes: Vec<usize> = (0..windows.len()).filter(|&w| windows[w]).collect();
+        assert_eq!(&probes[..2], &[1, 6], "{windows:?}");
+        assert!(probes[2] > 6 + 20, "{probes:?}");
     }
 
     #[test]

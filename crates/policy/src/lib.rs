@@ -40,7 +40,7 @@ pub use bubbles::{
 };
 pub use config::{ConfigError, ConfigProblem, LearnConfig, Moves, Start};
 pub use crowd::{Crowd, CrowdConfig, Occupant, WAKE_SHARE, node_areas, wake_weight};
-pub use guard::{Arm, Guard, GuardConfig, GuardStats, HandBack, Signs};
+pub use guard::{Arm, ForecastAges, Guard, GuardConfig, GuardStats, HandBack, Signs};
 pub use layout::{Layout, PlaceKind, PlaceSpec};
 pub use learn::LearnPolicy;
 pub use objective::{Objective, ParseObjectiveError};

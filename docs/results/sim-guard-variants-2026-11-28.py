@@ -1,0 +1,29 @@
+# Compares `pinlearn sim` JSON files of the guard's variants with the default's, cell by cell (learn / os and regret over
+# the better of os and static): files /tmp/simh/NAME-MACHINE-SESSION-WORKLOAD.json written by the loop of docs/simulator.md
+# "A second chance on Linux's blind spot, at scale" (default, blind8, blind4, retry4, retry4-blind4); usage: python3 THIS NAME ...
+import json, glob, math, statistics as st, os, sys
+def load(cfg):
+    cells = {}
+    for f in sorted(glob.glob(f'/tmp/simh/{cfg}-*.json')):
+        machine = os.path.basename(f)[len(cfg)+1:-5]
+        if not machine[:1].isdigit():  # another variant's file (retry4-blind4-... for retry4)
+            continue
+        t = {}
+        for r in json.load(open(f))['runs']:
+            t.setdefault((r['scenario'], r['scheduler']), []).append(r['completion_s'])
+        for s in {k[0] for k in t}:
+            m = lambda k: st.median(t[(s, k)])
+            cells[(machine, s)] = (m('learn') / m('os'), m('learn') / min(m('os'), m('static')))
+    return cells
+base = load('default')
+gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
+for cfg in sys.argv[1:]:
+    h = load(cfg)
+    common = sorted(set(base) & set(h))
+    for name, c in (('default', base), (cfg, h)):
+        lo = [c[k][0] for k in common]; rg = [c[k][1] for k in common]
+        print(f"{name}: {len(common)} cells, learn/os gm {gm(lo):.4f}, >1.02x os {sum(x > 1.02 for x in lo)}, regret gm {gm(rg):.4f}, >1.05 {sum(x > 1.05 for x in rg)}, worst regret {max(rg):.3f}")
+    diff = sorted(((h[k][1] / base[k][1], k) for k in common))
+    print(" best:", [(k, round(r, 3)) for r, k in diff[:6]])
+    print(" worst:", [(k, round(r, 3)) for r, k in diff[-6:]])
+    print(" cells >0.5% better", sum(r < 0.995 for r, _ in diff), "worse", sum(r > 1.005 for r, _ in diff))
