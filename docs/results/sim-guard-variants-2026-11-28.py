@@ -1,6 +1,6 @@
 # Compares `pinlearn sim` JSON files of the guard's variants with the default's, cell by cell (learn / os and regret over
 # the better of os and static): files /tmp/simh/NAME-MACHINE-SESSION-WORKLOAD.json written by the loop of docs/simulator.md
-# "A second chance on Linux's blind spot, at scale" (default, blind8, blind4, retry4, retry4-blind4); usage: python3 THIS NAME ...
+# "A second chance on Linux's blind spot, at scale" (default, halflife, blind8, blind4, retry4, retry4-blind4); usage: python3 THIS NAME ...
 import json, glob, math, statistics as st, os, sys
 def load(cfg):
     cells = {}
