@@ -315,16 +315,33 @@ pub struct Guard {
     signs_count: Signs<u32>,
     /// Their means over the last window Linux placed the threads.
     os_signs: Signs<Option<f64>>,
-    /// The probe in progress is the learner's first, made at once because
-    /// Linux looked blind.
-    blind_first: bool,
-    /// That probe lost: the learner is probed again
-    /// [`GuardConfig::blind_retry_after`] windows after it if Linux still
-    /// looks blind then; and whether that retry was made.
-    blind_retry_pending: bool,
-    blind_retried: bool,
+    /// Where the run stands with the one retry of a lost first probe made
+    /// on Linux's blind spot ([`GuardConfig::blind_retry_after`]).
+    blind_retry: BlindRetry,
     /// Periods decided by each arm, and how often the champion changed.
     stats: GuardStats,
+}
+
+/// The one retry of a lost first probe made on Linux's blind spot, from
+/// the first probe to the end of the run:
+///
+/// ```text
+/// NotYet --first probe, Linux never beaten, looks blind--> FirstProbe
+/// FirstProbe --won, or lost with blind_retry_after = 0--> NotYet
+/// FirstProbe --lost--> Pending
+/// Pending --blind_retry_after windows later, still blind, not rebalancing:
+///           the retry; or any other probe first--> Spent
+/// Pending --Linux no longer looks blind, or lost the lead--> Spent
+/// ```
+///
+/// (`NotYet` again after the first probe changes nothing in practice: that
+/// probe left a measure of the other arm, so no later probe is a first.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlindRetry {
+    NotYet,
+    FirstProbe,
+    Pending,
+    Spent,
 }
 
 /// What the guard did over a run.
@@ -366,9 +383,7 @@ impl Guard {
             probe_settled: false,
             replay: None,
             settled_losses: 0,
-            blind_first: false,
-            blind_retry_pending: false,
-            blind_retried: false,
+            blind_retry: BlindRetry::NotYet,
             ties: None,
             signs_sum: Signs::default(),
             signs_count: Signs::default(),
@@ -549,7 +564,10 @@ impl Guard {
             return;
         }
         if let Some(probe) = self.probe.take() {
-            let blind_first = std::mem::take(&mut self.blind_first);
+            let blind_first = self.blind_retry == BlindRetry::FirstProbe;
+            if blind_first {
+                self.blind_retry = BlindRetry::NotYet;
+            }
             let base = match (self.before, score) {
                 (Some(a), Some(b)) => Some((a + b) / 2.0),
                 (a, b) => a.or(b),
@@ -602,8 +620,8 @@ impl Guard {
                     self.spent += (1.0 - after / before).max(0.0);
                 }
                 self.other = Some(probe);
-                if blind_first && !self.blind_retried && self.cfg.blind_retry_after > 0 {
-                    self.blind_retry_pending = true;
+                if blind_first && self.cfg.blind_retry_after > 0 {
+                    self.blind_retry = BlindRetry::Pending;
                 }
                 // Held after the second such loss in a row: one window can
                 // mislead (a program starting up, a passing load), and the
@@ -695,20 +713,26 @@ impl Guard {
         // rebalancing: a probe would be compared with that median and
         // lose), and not at all once Linux no longer looks blind.
         let mut blind_retry = false;
-        if self.blind_retry_pending && self.since_probe >= self.cfg.blind_retry_after {
+        if self.blind_retry == BlindRetry::Pending && self.since_probe >= self.cfg.blind_retry_after {
             let rebalancing = self.before.is_some_and(|score| self.linux_level(score) != score);
             if self.champion != Arm::Os || !self.linux_looks_blind() {
-                self.blind_retry_pending = false;
+                self.blind_retry = BlindRetry::Spent;
             } else if !rebalancing {
                 blind_retry = true;
             }
         }
         if std::mem::take(&mut self.confirm) || affordable || blind_retry || self.since_probe >= self.cfg.max_gap.max(1)
         {
-            // Never measured, probed at once on Linux's blind spot.
-            self.blind_first = self.champion == Arm::Os && self.other.is_none() && self.linux_looks_blind();
-            self.blind_retried |= blind_retry || self.blind_retry_pending;
-            self.blind_retry_pending = false;
+            self.blind_retry = match self.blind_retry {
+                // The retry, or a probe made for another reason before it:
+                // either way the learner has been measured again.
+                BlindRetry::Pending | BlindRetry::Spent => BlindRetry::Spent,
+                // Never measured, probed at once on Linux's blind spot.
+                _ if self.champion == Arm::Os && self.other.is_none() && self.linux_looks_blind() => {
+                    BlindRetry::FirstProbe
+                }
+                _ => BlindRetry::NotYet,
+            };
             self.since_probe = 0;
             self.window_arm = self.champion.other();
         }
