@@ -712,17 +712,16 @@ impl Guard {
         // has left); not while Linux's score is taken for its median (it is
         // rebalancing: a probe would be compared with that median and
         // lose), and not at all once Linux no longer looks blind.
-        let mut blind_retry = false;
+        let mut retry_now = false;
         if self.blind_retry == BlindRetry::Pending && self.since_probe >= self.cfg.blind_retry_after {
             let rebalancing = self.before.is_some_and(|score| self.linux_level(score) != score);
             if self.champion != Arm::Os || !self.linux_looks_blind() {
                 self.blind_retry = BlindRetry::Spent;
             } else if !rebalancing {
-                blind_retry = true;
+                retry_now = true;
             }
         }
-        if std::mem::take(&mut self.confirm) || affordable || blind_retry || self.since_probe >= self.cfg.max_gap.max(1)
-        {
+        if std::mem::take(&mut self.confirm) || affordable || retry_now || self.since_probe >= self.cfg.max_gap.max(1) {
             self.blind_retry = match self.blind_retry {
                 // The retry, or a probe made for another reason before it:
                 // either way the learner has been measured again.
