@@ -1,12 +1,13 @@
 //! The default learner (crowd moves) at the papers' scale (2 nodes of 14
-//! cores, 40 threads), against the modelled OS and the round-robin pin on a
-//! reduced matrix: where the OS is right the learner must not lose more
-//! than 2% to it, and where the OS is blind it must come close to the pin;
-//! and the previous default (the automata's draws) where every thread has a
-//! core. Deterministic (seeded); the whole matrix is in docs/simulator.md.
+//! cores, 40 threads), against the modelled OS and the round-robin pin: in
+//! every cell of the four workloads' matrices it must not lose more than 2%
+//! to the OS, where the OS is blind it must come close to the pin, and the
+//! previous default (the automata's draws) must keep within 1% of the OS
+//! where every thread has a core. Deterministic (seeded); the tables over
+//! several seeds and machines are in docs/simulator.md.
 
 use pinlearn_engine::{Metric, PolicyChoice, Settings};
-use pinlearn_experiment::LoadSession;
+use pinlearn_experiment::{LoadSession, Scenario};
 use pinlearn_policy::Moves;
 use pinlearn_sim::{Experiment, MachineParams, SimMetric, WorkloadKind, WorkloadSpec};
 use pinlearn_topology::Topology;
@@ -41,41 +42,60 @@ fn papers_machine(kind: WorkloadKind, load_session: LoadSession) -> Experiment {
 }
 
 #[test]
-fn where_the_os_is_right_the_learner_keeps_within_two_percent_of_it() {
-    // Cells where the OS beats the pin (or ties it), and the learner must
-    // notice and keep out of the way. Not every such cell passes yet (the
-    // misses are listed in docs/simulator.md: threads spinning at barriers,
-    // blocking barriers beside a load in the program's session at B.2 and
-    // B.3). `Independent` C.1 and C.2 pass only since crowd moves became
-    // the default (2026-11-25; with the automata's draws,
-    // configs/drawn-moves.toml: +3.8% and +3.1%). `Barrier` A.1 and B.1 left
-    // the list when barrier rounds began to vary (2026-11-27): the pin beats
-    // the OS there now, whose wake-ups move threads about at every round.
-    let cases = [
-        (WorkloadKind::Barrier, LoadSession::Same, "C.1"),
-        (WorkloadKind::Independent, LoadSession::Same, "C.1"),
-        (WorkloadKind::Independent, LoadSession::Same, "C.2"),
-        (WorkloadKind::BarrierSpin, LoadSession::Same, "A.3"),
-        (WorkloadKind::Barrier, LoadSession::Same, "C.2"),
-        (WorkloadKind::Independent, LoadSession::Same, "A.3"),
-        (WorkloadKind::Independent, LoadSession::Same, "C.3"),
-        (WorkloadKind::Independent, LoadSession::Own, "B.2"),
-        (WorkloadKind::Independent, LoadSession::Own, "C.2"),
+fn on_the_papers_machine_the_learner_keeps_within_two_percent_of_the_os_in_every_cell() {
+    // The whole matrix (A.1 ... C.3 and D) of the four workloads, with
+    // another user's job as the load (its own session, as `pinlearn bench`
+    // loads) and with the load in the program's session, seed 1: learn
+    // within 2% of the OS in every cell, whoever is right there. Two cells
+    // miss and are left out, both blocking barriers beside two hogs a
+    // loaded core in the program's session, where learn / os swings with
+    // the seed (B.3 0.99-1.06, D 0.92-1.11 over seeds 1-6; seed 1 1.059 and
+    // 1.077; docs/simulator.md, "A reduced matrix in the tests"). The
+    // papers' learner (configs/papers-learner.toml) misses 54 of the 80.
+    let known_misses = [
+        (WorkloadKind::Barrier, LoadSession::Same, "B.3"),
+        (WorkloadKind::Barrier, LoadSession::Same, "D"),
     ];
-    for (kind, session, scenario) in cases {
-        let experiment = papers_machine(kind, session);
-        let os = completion(&experiment, scenario, PolicyChoice::Os);
-        let pin = completion(&experiment, scenario, PolicyChoice::Static);
-        assert!(
-            os <= 1.01 * pin,
-            "{kind:?} {scenario}: the OS is right here (or ties the pin): os {os:.1} s, pin {pin:.1} s"
-        );
-        let learn = completion(&experiment, scenario, PolicyChoice::Learn);
-        assert!(
-            learn <= 1.02 * os,
-            "{kind:?} {scenario} ({session:?} session): learn {learn:.1} s, os {os:.1} s"
-        );
-    }
+    let kinds = [
+        WorkloadKind::Barrier,
+        WorkloadKind::BarrierSpin,
+        WorkloadKind::Independent,
+        WorkloadKind::Pipeline,
+    ];
+    let misses: Vec<String> = std::thread::scope(|scope| {
+        let runs: Vec<_> = [LoadSession::Own, LoadSession::Same]
+            .into_iter()
+            .flat_map(|session| kinds.map(|kind| (kind, session)))
+            .map(|(kind, session)| {
+                scope.spawn(move || {
+                    let experiment = papers_machine(kind, session);
+                    let mut misses = Vec::new();
+                    for scenario in Scenario::full_matrix() {
+                        let scenario = scenario.to_string();
+                        if known_misses.contains(&(kind, session, scenario.as_str())) {
+                            continue;
+                        }
+                        let os = completion(&experiment, &scenario, PolicyChoice::Os);
+                        let learn = completion(&experiment, &scenario, PolicyChoice::Learn);
+                        if learn > 1.02 * os {
+                            misses.push(format!(
+                                "{kind:?} {scenario} ({session:?} session): learn {learn:.1} s, os {os:.1} s"
+                            ));
+                        }
+                    }
+                    misses
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .flat_map(|run| run.join().expect("a cell's run"))
+            .collect()
+    });
+    assert!(
+        misses.is_empty(),
+        "learn above 1.02x os in {} cells: {misses:#?}",
+        misses.len()
+    );
 }
 
 #[test]
