@@ -1,10 +1,12 @@
 # Compares `pinlearn sim` JSON files of the guard's variants with the default's, cell by cell (learn / os and regret over
 # the better of os and static): files /tmp/simh/NAME-MACHINE-SESSION-WORKLOAD.json written by the loop of docs/simulator.md
 # "A second chance on Linux's blind spot, at scale" (default, halflife, blind8, blind4, retry4, retry4-blind4); usage: python3 THIS NAME ...
+# (SIM_DIR=DIR reads DIR/NAME-MACHINE-SESSION-WORKLOAD.json instead: the loop of "Linux's probes as the load moves".)
 import json, glob, math, statistics as st, os, sys
+SIM_DIR = os.environ.get('SIM_DIR', '/tmp/simh')
 def load(cfg):
     cells = {}
-    for f in sorted(glob.glob(f'/tmp/simh/{cfg}-*.json')):
+    for f in sorted(glob.glob(f'{SIM_DIR}/{cfg}-*.json')):
         machine = os.path.basename(f)[len(cfg)+1:-5]
         if not machine[:1].isdigit():  # another variant's file (retry4-blind4-... for retry4)
             continue
