@@ -671,25 +671,6 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_linux_retry_file_changes_only_the_guard_s_probes_of_linux_as_the_load_moves() {
-        let defaults = Settings::default().learn;
-        assert_eq!(defaults.guard.linux_retry_after, 4, "the default since 2026-11-28");
-        let off = shipped(
-            "linux-retry-off.toml",
-            include_str!("../../../configs/linux-retry-off.toml"),
-        );
-        assert_eq!(
-            off.learn.guard,
-            pinlearn_policy::GuardConfig {
-                linux_retry_after: 0,
-                ..defaults.guard
-            },
-            "the default without the retry"
-        );
-        assert_eq!(off.learn.moves, defaults.moves);
-    }
-
-    #[test]
     fn the_shipped_probe_budget_files_keep_the_first_probe_s_wait() {
         let files = [
             (

@@ -183,18 +183,6 @@ pub struct GuardConfig {
     /// in after. Once per run; its loss is charged as any probe's. 0 turns
     /// it off.
     pub blind_retry_after: u32,
-    /// Where a probe of Linux, while the learner leads, lost as the load
-    /// moved (the learner's window before it had fallen below Linux's last
-    /// score, or its window after it fell below the one before), and the
-    /// learner is still below the better of the two scores of before this
-    /// many windows later, Linux is probed once more then, outside the
-    /// budget, starting from the learner's placement: the first probe met
-    /// Linux's balancer at work on a load that had just moved. Its loss is
-    /// charged as any probe's. 0 turns it off, and a probe made because
-    /// the learner fell below Linux then starts from where Linux last had
-    /// the threads as champion, as every other probe of Linux does (the
-    /// rule before 2026-11-28, afternoon).
-    pub linux_retry_after: u32,
 }
 
 /// When the guard's forecast of a probe's loss fades
@@ -227,7 +215,6 @@ impl Default for GuardConfig {
             forecast_halflife: 0,
             forecast_ages: ForecastAges::WhileLinuxBlind,
             blind_retry_after: 4,
-            linux_retry_after: 4,
         }
     }
 }
@@ -331,12 +318,6 @@ pub struct Guard {
     /// Where the run stands with the one retry of a lost first probe made
     /// on Linux's blind spot ([`GuardConfig::blind_retry_after`]).
     blind_retry: BlindRetry,
-    /// The window in progress is a probe of Linux made at once because the
-    /// leading learner's last window fell below Linux's last score.
-    linux_after_drop: bool,
-    /// The score a lost probe of Linux made as the load moved is to be
-    /// retried against ([`GuardConfig::linux_retry_after`]).
-    linux_retry: Option<f64>,
     /// Periods decided by each arm, and how often the champion changed.
     stats: GuardStats,
 }
@@ -403,8 +384,6 @@ impl Guard {
             replay: None,
             settled_losses: 0,
             blind_retry: BlindRetry::NotYet,
-            linux_after_drop: false,
-            linux_retry: None,
             ties: None,
             signs_sum: Signs::default(),
             signs_count: Signs::default(),
@@ -537,18 +516,9 @@ impl Guard {
         self.window_arm
     }
 
-    /// The window in progress is a probe of Linux made at once because the
-    /// leading learner's last window fell below Linux's last score: the
-    /// load has changed since Linux last placed the threads, and where it
-    /// had them then is no place to start it from ([`HandBack::places`]).
-    pub fn linux_after_drop(&self) -> bool {
-        self.linux_after_drop
-    }
-
     /// Scores the window that just ended, settles a pending comparison, and
     /// picks the next window's arm.
     fn close_window(&mut self) {
-        self.linux_after_drop = false;
         let score = (self.count > 0).then(|| self.sum / f64::from(self.count));
         // Settled only if the policy said so in this window's periods.
         let settled = std::mem::take(&mut self.settled);
@@ -598,7 +568,6 @@ impl Guard {
             if blind_first {
                 self.blind_retry = BlindRetry::NotYet;
             }
-            self.linux_retry = None;
             let base = match (self.before, score) {
                 (Some(a), Some(b)) => Some((a + b) / 2.0),
                 (a, b) => a.or(b),
@@ -649,15 +618,6 @@ impl Guard {
                     && after >= probe
                 {
                     self.spent += (1.0 - after / before).max(0.0);
-                }
-                // Linux's probe lost as the load moved: the learner had
-                // fallen below Linux's last score, or fell around the probe.
-                if self.champion == Arm::Learn
-                    && self.cfg.linux_retry_after > 0
-                    && let (Some(before), Some(after), Some(os_before)) = (self.before, score, self.other)
-                    && (os_before > before * (1.0 + self.cfg.margin) || after < before * (1.0 - self.cfg.margin))
-                {
-                    self.linux_retry = Some(before.max(os_before));
                 }
                 self.other = Some(probe);
                 if blind_first && self.cfg.blind_retry_after > 0 {
@@ -761,26 +721,7 @@ impl Guard {
                 retry_now = true;
             }
         }
-        // Linux's probe made as the load moved lost: once, while the
-        // learner stays below the level of before, Linux is tried again
-        // from the learner's placement, outside the budget.
-        let mut linux_retry_now = false;
-        if let Some(against) = self.linux_retry
-            && self.since_probe >= self.cfg.linux_retry_after
-        {
-            self.linux_retry = None;
-            linux_retry_now = self.champion == Arm::Learn
-                && self
-                    .before
-                    .is_some_and(|current| against > current * (1.0 + self.cfg.margin));
-        }
-        if std::mem::take(&mut self.confirm)
-            || affordable
-            || retry_now
-            || linux_retry_now
-            || self.since_probe >= self.cfg.max_gap.max(1)
-        {
-            self.linux_retry = None;
+        if std::mem::take(&mut self.confirm) || affordable || retry_now || self.since_probe >= self.cfg.max_gap.max(1) {
             self.blind_retry = match self.blind_retry {
                 // The retry, or a probe made for another reason before it:
                 // either way the learner has been measured again.
@@ -791,7 +732,6 @@ impl Guard {
                 }
                 _ => BlindRetry::NotYet,
             };
-            self.linux_after_drop = (linux_overdue || linux_retry_now) && self.cfg.linux_retry_after > 0;
             self.since_probe = 0;
             self.window_arm = self.champion.other();
         }
@@ -829,19 +769,8 @@ impl HandBack {
     /// where it ends is partly the learner's, and a placement handed back
     /// from one probe to the next drifts further from Linux's own with
     /// every probe. Each probe starts from where Linux last had the
-    /// threads as champion instead, except one made because the leading
-    /// learner fell below Linux's last score (`after_drop`,
-    /// [`Guard::linux_after_drop`]): the load has moved since Linux last
-    /// led, its placement of then crowds the cores the load holds now, and
-    /// Linux starts from the learner's placement of the moment.
-    pub fn places(
-        &mut self,
-        input: &PeriodInput<'_>,
-        arm: Arm,
-        whole: usize,
-        champion: Arm,
-        after_drop: bool,
-    ) -> Option<Vec<usize>> {
+    /// threads as champion instead.
+    pub fn places(&mut self, input: &PeriodInput<'_>, arm: Arm, whole: usize, champion: Arm) -> Option<Vec<usize>> {
         if let Some(cores) = input
             .cores
             .filter(|_| self.last == Some(Arm::Os) && champion == Arm::Os)
@@ -853,7 +782,7 @@ impl HandBack {
                 .filter_map(|(thread, core)| Some((thread.key, (*core)?)))
                 .collect();
         }
-        let restore = self.last == Some(Arm::Learn) && !after_drop;
+        let restore = self.last == Some(Arm::Learn);
         self.last = Some(arm);
         (arm == Arm::Os).then(|| {
             input
@@ -1568,57 +1497,6 @@ mod tests {
     }
 
     #[test]
-    fn a_probe_of_linux_that_met_the_load_moving_is_tried_again_from_the_learners_placement() {
-        // The learner is twice as good as Linux until the load moves at
-        // `drop_at`; from then on it makes 0.8 and Linux, once its balancer
-        // has settled, 1.5. Linux is probed at once, but its first windows
-        // after the move make only 0.5 (its balancer at work): that probe
-        // loses. Four windows later it is tried once more, from the
-        // learner's placement, and takes over; without the retry the
-        // learner keeps the run until the budget lets Linux be probed again.
-        let drop_at = 400;
-        let settled_at = drop_at + 3 * 4;
-        let rate = move |arm, period| match arm {
-            Arm::Learn if period < drop_at => 2.0,
-            Arm::Learn => 0.8,
-            Arm::Os if period < drop_at => 1.0,
-            Arm::Os if period < settled_at => 0.5,
-            Arm::Os => 1.5,
-        };
-        let probes_of_linux_after_the_drop = |cfg: GuardConfig| {
-            let mut guard = Guard::new(cfg);
-            let mut last: Option<Arm> = None;
-            let mut probes = Vec::new();
-            for period in 0..drop_at + 200 {
-                let arm = guard.next(last.map(|arm| rate(arm, period)), Signs::default());
-                if period >= drop_at && arm == Arm::Os && last != Some(Arm::Os) && guard.champion() == Arm::Learn {
-                    probes.push((period, guard.linux_after_drop()));
-                }
-                last = Some(arm);
-            }
-            (probes, guard.champion())
-        };
-        let (probes, champion) = probes_of_linux_after_the_drop(cfg());
-        assert_eq!(champion, Arm::Os, "Linux takes over: {probes:?}");
-        assert_eq!(probes.len(), 2, "the probe at once and the retry: {probes:?}");
-        assert!(probes[0].0 - drop_at <= 2 * 4, "Linux probed at once: {probes:?}");
-        assert!(
-            probes[1].0 - probes[0].0 <= 7 * 4,
-            "the retry 4 windows after: {probes:?}"
-        );
-        assert!(
-            probes.iter().all(|&(_, after_drop)| after_drop),
-            "both start from the learner's places"
-        );
-        let (probes, champion) = probes_of_linux_after_the_drop(GuardConfig {
-            linux_retry_after: 0,
-            ..cfg()
-        });
-        assert_eq!(champion, Arm::Learn, "without the retry: {probes:?}");
-        assert_eq!(probes.len(), 1, "without the retry: {probes:?}");
-    }
-
-    #[test]
     fn a_lucky_window_is_checked_again_at_once() {
         // Linux's first probe window is lucky (3x); otherwise the learner is
         // 1.5x Linux. Linux takes over, the learner is probed right after
@@ -1772,29 +1650,29 @@ mod tests {
         let three = samples(&[1, 2, 3]);
         // Linux's window; at its end the target says where the threads ran.
         assert_eq!(
-            hand_back.places(&input(&three, None), Arm::Os, WHOLE, Arm::Os, false),
+            hand_back.places(&input(&three, None), Arm::Os, WHOLE, Arm::Os),
             Some(vec![WHOLE; 3])
         );
         let cores = [Some(4), None, Some(0)];
         assert_eq!(
-            hand_back.places(&input(&three, Some(&cores)), Arm::Learn, WHOLE, Arm::Os, false),
+            hand_back.places(&input(&three, Some(&cores)), Arm::Learn, WHOLE, Arm::Os),
             None
         );
         // The learner's window: cores reported now are the learner's, not Linux's.
         let moved = [Some(1), Some(1), Some(1)];
         assert_eq!(
-            hand_back.places(&input(&three, Some(&moved)), Arm::Learn, WHOLE, Arm::Os, false),
+            hand_back.places(&input(&three, Some(&moved)), Arm::Learn, WHOLE, Arm::Os),
             None
         );
         // Linux again, with thread 2 gone and thread 4 new: each goes back
         // where Linux had it, once; a thread Linux never placed gets the whole machine.
         let after = samples(&[1, 3, 4]);
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os, false),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os),
             Some(vec![4, 0, WHOLE])
         );
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os, false),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os),
             Some(vec![WHOLE; 3])
         );
         // The learner takes over. Where Linux's probe leaves the threads is
@@ -1802,43 +1680,21 @@ mod tests {
         // where Linux had them as champion.
         let drifted = [Some(5), Some(5), Some(6)];
         assert_eq!(
-            hand_back.places(&input(&after, Some(&drifted)), Arm::Learn, WHOLE, Arm::Learn, false),
+            hand_back.places(&input(&after, Some(&drifted)), Arm::Learn, WHOLE, Arm::Learn),
             None
         );
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Learn, false),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Learn),
             Some(vec![4, 0, WHOLE])
         );
         // A probe that wins makes Linux champion again: its end is recorded.
         assert_eq!(
-            hand_back.places(&input(&after, Some(&drifted)), Arm::Os, WHOLE, Arm::Os, false),
+            hand_back.places(&input(&after, Some(&drifted)), Arm::Os, WHOLE, Arm::Os),
             Some(vec![WHOLE; 3])
         );
+        assert_eq!(hand_back.places(&input(&after, None), Arm::Learn, WHOLE, Arm::Os), None);
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Learn, WHOLE, Arm::Os, false),
-            None
-        );
-        assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os, false),
-            Some(vec![5, 5, 6])
-        );
-        // The learner leads again; a probe of Linux made because it fell
-        // below Linux (the load moved) starts from the learner's places, a
-        // later one from Linux's again.
-        let leads = |hand_back: &mut HandBack| {
-            assert_eq!(
-                hand_back.places(&input(&after, None), Arm::Learn, WHOLE, Arm::Learn, false),
-                None
-            );
-        };
-        leads(&mut hand_back);
-        assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Learn, true),
-            Some(vec![WHOLE; 3])
-        );
-        leads(&mut hand_back);
-        assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Learn, false),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os),
             Some(vec![5, 5, 6])
         );
     }

@@ -585,13 +585,10 @@ impl Policy for LearnPolicy {
             self.guard.learner_changed();
         }
         let arm = self.guard.next(input.progress_or_speed_sum(), Signs::of(input));
-        if let Some(place) = self.hand_back.places(
-            input,
-            arm,
-            self.layout.whole(),
-            self.guard.champion(),
-            self.guard.linux_after_drop(),
-        ) {
+        if let Some(place) = self
+            .hand_back
+            .places(input, arm, self.layout.whole(), self.guard.champion())
+        {
             // The OS's window: nothing is learned from it, and the first
             // learner period after it keeps every thread's last place.
             self.after_os = true;
