@@ -318,6 +318,12 @@ impl Aspiration {
         &self.cfg
     }
 
+    /// How many times slower a thread is taken to run away from its home
+    /// node: the assumed remote cost with `mind_memory`, else 1.
+    pub fn remote_cost(&self) -> f64 {
+        if self.cfg.mind_memory { self.remote_cost } else { 1.0 }
+    }
+
     /// One NUMA period: `speeds[i]` is thread i's mean own speed over the
     /// period (`None`: no data, the thread sits this period out). Updates
     /// every measured thread's levels, and moves at most one thread by

@@ -85,6 +85,11 @@ pub struct CrowdConfig {
     /// take together from another scheduling group's program (in [0, 1]);
     /// 0 turns the wake-ups off (the crowd then shares cores by weight).
     pub wake_share: f64,
+    /// On every NUMA tick of the learner's own periods, a thread may also
+    /// move to a core of another node its siblings hold, where the shares
+    /// promise more than the remote cost takes (`learn.rs`); off: only the
+    /// NUMA level moves threads between nodes, one per NUMA period.
+    pub across_nodes: bool,
 }
 
 impl Default for CrowdConfig {
@@ -93,6 +98,7 @@ impl Default for CrowdConfig {
             margin: 0.15,
             forget_s: 5.0,
             wake_share: WAKE_SHARE,
+            across_nodes: true,
         }
     }
 }
@@ -112,9 +118,11 @@ pub struct Occupant {
     /// that waits at barriers (it wakes every round).
     pub asleep: bool,
     /// The area it may move in: an index into the `areas` given to
-    /// [`Crowd::moves`]. The learner's areas are the NUMA nodes (moving
-    /// between nodes is the NUMA level's job: memory stays behind);
-    /// `bubbles+learn`'s are the places the spread gave each bubble.
+    /// [`Crowd::moves`]. The learner's areas are the NUMA nodes (memory
+    /// stays behind a move between nodes: that is the NUMA level's job,
+    /// and on its ticks the whole machine is one area, other nodes' cores
+    /// costed with [`Crowd::moves_costed`]); `bubbles+learn`'s are the
+    /// places the spread gave each bubble.
     pub area: usize,
     /// How far toward [`CrowdConfig::wake_share`] its wake-ups take a core
     /// it shares with another scheduling group's load, in [0, 1]
@@ -302,6 +310,23 @@ impl Crowd {
         occupants: &[Occupant],
         now_s: f64,
     ) -> Vec<usize> {
+        self.moves_costed(layout, cfg, areas, occupants, now_s, |_, _| 1.0)
+    }
+
+    /// As [`Crowd::moves`], with the share a core promises divided by
+    /// `cost(occupant, core)`, the occupant's index in `occupants` and the
+    /// core: how many times slower the thread would run there (away from
+    /// its memory, say). An infinite cost rules the core out for it; a cost
+    /// that is not positive counts as 1.
+    pub fn moves_costed(
+        &mut self,
+        layout: &Layout,
+        cfg: &CrowdConfig,
+        areas: &[Vec<usize>],
+        occupants: &[Occupant],
+        now_s: f64,
+        cost: impl Fn(usize, usize) -> f64,
+    ) -> Vec<usize> {
         let places = layout.places().len();
         let is_core = |place: usize| layout.is_core(place);
         let (mut crowd, mut wakes) = self.measure(layout, occupants, now_s);
@@ -359,10 +384,14 @@ impl Crowd {
             let mut best: Option<usize> = None;
             let mut bar = share * gain;
             for &core in area {
-                if cap[core] <= bar || !is_core(core) || core == occupant.place {
+                let worth = match cost(index, core) {
+                    cost if cost > 0.0 => 1.0 / cost,
+                    _ => 1.0,
+                };
+                if cap[core] * worth <= bar || !is_core(core) || core == occupant.place {
                     continue;
                 }
-                let promised = newcomer(core);
+                let promised = newcomer(core) * worth;
                 if promised > bar && gain_at(core) >= loss {
                     best = Some(core);
                     bar = promised;
@@ -631,6 +660,37 @@ mod tests {
         assert_eq!(
             crowd.moves(&layout, &CrowdConfig::default(), &node_areas(&layout), &occupants, 0.0),
             vec![0, 0]
+        );
+    }
+
+    #[test]
+    fn a_core_that_costs_more_must_promise_that_many_times_more() {
+        // Two nodes of one core: two threads beside a load of weight 2 on
+        // node 0's core get a quarter each, node 1's core is idle. Across
+        // at a cost of 2 the idle core's whole share counts as half, more
+        // than 0.25 by the margin: one thread goes (the second would leave
+        // the first's core to the load and gain nothing); at a cost of 4
+        // it counts as a quarter, and an infinite cost rules it out.
+        let layout = Layout::uniform(2, 1);
+        let far = layout.cores_of(1).next().unwrap();
+        let all = vec![vec![0, far]];
+        let occupants = [at(0, Some(0.25)), at(0, Some(0.25))];
+        for (cost, expected) in [
+            (1.0, vec![far, 0]),
+            (2.0, vec![far, 0]),
+            (4.0, vec![0, 0]),
+            (f64::INFINITY, vec![0, 0]),
+        ] {
+            let mut crowd = Crowd::default();
+            let moved = crowd.moves_costed(&layout, &CrowdConfig::default(), &all, &occupants, 0.0, |_, core| {
+                if core == far { cost } else { 1.0 }
+            });
+            assert_eq!(moved, expected, "cost {cost}");
+        }
+        // `moves` is the cost of 1 everywhere.
+        assert_eq!(
+            Crowd::default().moves(&layout, &CrowdConfig::default(), &all, &occupants, 0.0),
+            vec![far, 0]
         );
     }
 

@@ -31,7 +31,10 @@
 //!     │        least crowded core there
 //!     │
 //!     └─4─ moves = "crowd": Crowd::moves over the threads' run shares
-//!            (crowd.rs): stay, or go where the measurements promise more
+//!            (crowd.rs): stay, or go where the measurements promise more,
+//!            inside the thread's node; on a NUMA tick (across_nodes) also
+//!            to a core of another node the program holds, the promise
+//!            divided by the remote cost away from the thread's home
 //!          moves = "drawn": place_i = fresh ? pla.current() : pla.choose(rng)
 //!            (cores only while the guard finds Linux blind: its last
 //!            window lost to the learner's by more than `decisive`)
@@ -58,7 +61,7 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::aspiration::{Aspiration, NumaState};
+use crate::aspiration::{Aspiration, NumaState, kept_on};
 use crate::config::{LearnConfig, Moves, Start};
 use crate::crowd::{Crowd, Naps, Occupant, node_areas, wake_weight};
 use crate::guard::{Arm, Guard, GuardStats, HandBack, Signs};
@@ -129,6 +132,9 @@ struct LearnThread {
     fresh: bool,
     /// The periods it was hardly runnable (crowd moves: a sleeper holds no core).
     naps: Naps,
+    /// When it last left its node for another by a crowd move: it does
+    /// not cross again for [`CROSS_AGAIN_AFTER_S`].
+    crossed_at: Option<f64>,
 }
 
 impl LearnPolicy {
@@ -232,6 +238,7 @@ impl LearnPolicy {
             numa_speed_count: 0,
             fresh: true,
             naps: Naps::default(),
+            crossed_at: None,
         }
     }
 
@@ -489,19 +496,88 @@ impl LearnPolicy {
                 wakes: wake_weight(sample.grain_s, input.wake_slice_s),
             })
             .collect();
-        let place = self.crowd.moves(
-            &self.layout,
-            &self.cfg.crowd,
-            &self.node_cores,
-            &occupants,
-            input.time_s,
-        );
-        for (thread, &to) in self.threads.iter_mut().zip(&place) {
+        // On a NUMA tick of the learner's own periods a thread may also go
+        // to a core of another node (`[learn.crowd] across_nodes`).
+        let across = self.cfg.crowd.across_nodes
+            && input.numa_tick
+            && !after_os
+            && self.layout.nodes() > 1
+            && self.cfg.numa_level
+            && self.waiting_avg.is_none_or(|w| w < CROSS_MAX_WAITING);
+        let place = if across {
+            self.moves_across_nodes(input, occupants)
+        } else {
+            self.crowd.moves(
+                &self.layout,
+                &self.cfg.crowd,
+                &self.node_cores,
+                &occupants,
+                input.time_s,
+            )
+        };
+        for (index, &to) in place.iter().enumerate() {
+            let node = self.node_of_core(to);
+            if node != self.threads[index].numa.node {
+                // Another node: a fresh automaton there, as after the NUMA
+                // level's migrations; its memory stays home.
+                let pla = self.fresh_pla(node, to);
+                let thread = &mut self.threads[index];
+                thread.numa.node = node;
+                thread.pla = pla;
+                thread.fresh = true;
+                thread.crossed_at = Some(input.time_s);
+                continue;
+            }
+            let thread = &mut self.threads[index];
             thread.fresh = false;
             let taken = thread.pla.take(to);
-            debug_assert!(taken, "crowd moves stay inside the thread's node");
+            debug_assert!(taken, "a move inside the node is one of its automaton's places");
         }
         place
+    }
+
+    /// Crowd moves over the whole machine, on a NUMA tick: a thread may
+    /// also leave its node for a core of another where the run shares
+    /// promise more than the remote cost takes (`kept_on`: the NUMA
+    /// level's `remote_cost` away from its home; no bonus for going home,
+    /// where its memory may no longer be). Load that moved onto a node
+    /// leaves the program crowded there; one aspiration move per NUMA
+    /// period is slow to follow, and threads that meet at barriers all
+    /// measure the same speed, which the aspiration level compares. A core
+    /// of another node none of the program's threads holds is not a
+    /// destination (what loads it is not known: trying it is cheap inside
+    /// a node, not across), nor is any other node for a thread that
+    /// crossed less than [`CROSS_AGAIN_AFTER_S`] ago.
+    fn moves_across_nodes(&mut self, input: &PeriodInput<'_>, occupants: Vec<Occupant>) -> Vec<usize> {
+        let whole = [self.node_cores.concat()];
+        let occupants: Vec<Occupant> = occupants.into_iter().map(|o| Occupant { area: 0, ..o }).collect();
+        let mut held = vec![false; self.layout.places().len()];
+        for occupant in occupants.iter().filter(|o| !o.asleep) {
+            held[occupant.place] = true;
+        }
+        let remote_cost = self.aspiration.remote_cost();
+        let threads: Vec<(usize, usize, bool)> = self
+            .threads
+            .iter()
+            .map(|t| {
+                let cooling = t.crossed_at.is_some_and(|at| input.time_s - at < CROSS_AGAIN_AFTER_S);
+                (t.numa.node, t.numa.home, cooling)
+            })
+            .collect();
+        let layout = &self.layout;
+        let cost = |index: usize, core: usize| {
+            let (node, home, cooling) = threads[index];
+            let to = layout.places()[core].node.unwrap_or(node);
+            if to == node {
+                1.0
+            } else if cooling || !held[core] {
+                f64::INFINITY
+            } else {
+                (kept_on(node, home, remote_cost) / kept_on(to, home, remote_cost)).max(1.0)
+            }
+        };
+        self.crowd
+            .moves_costed(&self.layout, &self.cfg.crowd, &whole, &occupants, input.time_s, cost)
     }
 
     /// Step 4 with `moves = "drawn"` (or without crowd moves): each
@@ -663,6 +739,19 @@ impl Policy for LearnPolicy {
     }
 }
 
+/// Crowd moves take threads to other nodes only while the program spends
+/// less than this share of its CPU time in waiting code: run shares do not
+/// tell crowding where siblings spin (crowd.rs; measured in the simulator:
+/// `barrier-spin` D, 2x14, 138 -> 170 s when spin-then-block threads
+/// crossed).
+const CROSS_MAX_WAITING: f64 = 0.05;
+
+/// Seconds after a crowd move took a thread to another node before it may
+/// cross again: measurements right after a move are the move's, and two
+/// nodes' threads trading places every NUMA period pay migrations for
+/// nothing.
+const CROSS_AGAIN_AFTER_S: f64 = 10.0;
+
 /// A node holding at least this many times the program's mean of awake
 /// threads per core is crowded: Linux kept the program off a node that
 /// another program loads, or has not spread it yet.
@@ -715,6 +804,7 @@ fn crowded_nodes(linux_node: &[Option<usize>], awake: &[bool], cores: &[usize]) 
 mod tests {
     use super::*;
     use crate::aspiration::{AspirationConfig, AspirationLevels};
+    use crate::crowd::CrowdConfig;
     use crate::guard::{Arm, GuardConfig};
 
     /// The papers' learner alone: round-robin start, the automata draw
@@ -1171,6 +1261,83 @@ mod tests {
             let actions = policy.pla(key).unwrap().actions();
             assert_eq!(actions.len(), 3, "thread {key}: {actions:?}");
         }
+    }
+
+    #[test]
+    fn load_on_a_node_sends_threads_to_cores_their_siblings_hold_on_another_at_a_numa_tick() {
+        // Two nodes of two cores (places 0 1 | 3 4); another program
+        // weighs 4 on each core of node 0 and 1 on each of node 1. Round
+        // robin puts threads 1 5 on core 0, 2 6 on core 1 (a sixth of a
+        // core each), 3 on core 3 and 4 on core 4 (half each). Inside a
+        // node nothing gains; across, a second thread on core 3 gets a
+        // third and the program gains there more than it loses on core 0:
+        // at the NUMA tick, threads 1 and 2 cross, and no more (the last
+        // of a core would leave it to the load). Not where a remote cost
+        // of 2 halves the promise, not with `across_nodes` off, not while
+        // the program spins in waiting code.
+        let load = [4.0, 4.0, 0.0, 1.0, 1.0];
+        let run = |cfg: LearnConfig, remote_cost: f64, waiting: Option<f64>| {
+            let mut policy = LearnPolicy::new(Layout::uniform(2, 2), cfg, 11).assuming_remote_cost(remote_cost);
+            let mut places: Vec<usize> = Vec::new();
+            let mut moved_before_tick = 0;
+            for period in 0..=4 {
+                let threads: Vec<ThreadSample> = (1..=6)
+                    .enumerate()
+                    .map(|(i, key)| {
+                        let share = places.get(i).map(|&p| {
+                            let crowd = places.iter().filter(|&&q| q == p).count() as f64;
+                            1.0 / (crowd + load[p])
+                        });
+                        ThreadSample {
+                            key,
+                            speed: share,
+                            share,
+                            grain_s: None,
+                        }
+                    })
+                    .collect();
+                let mut input = input(period, &threads, period == 4);
+                input.waiting = waiting;
+                let decision = policy.decide(&input);
+                if period == 0 {
+                    assert_eq!(decision.place, vec![0, 1, 3, 4, 0, 1], "round robin");
+                } else if period < 4 {
+                    moved_before_tick += places.iter().zip(&decision.place).filter(|(a, b)| a != b).count();
+                }
+                places = decision.place;
+            }
+            let nodes: Vec<(usize, usize)> = (1..=6)
+                .map(|key| {
+                    let state = policy.numa_state(key).unwrap();
+                    (state.node, state.home)
+                })
+                .collect();
+            (moved_before_tick, places, nodes)
+        };
+        let cfg = LearnConfig {
+            moves: Moves::Crowd,
+            numa: AspirationConfig {
+                zeta: 0.0,
+                ..AspirationConfig::default()
+            },
+            ..papers()
+        };
+        let (moved, places, nodes) = run(cfg, 1.0, None);
+        assert_eq!(moved, 0, "inside a node nothing gains");
+        assert_eq!(places, vec![3, 4, 3, 4, 0, 1]);
+        // (node, home): the movers' memory stays where they first ran.
+        assert_eq!(nodes, vec![(1, 0), (1, 0), (1, 1), (1, 1), (0, 0), (0, 0)]);
+        let stay = vec![0, 1, 3, 4, 0, 1];
+        assert_eq!(run(cfg, 2.0, None).1, stay, "a remote cost of 2");
+        let off = LearnConfig {
+            crowd: CrowdConfig {
+                across_nodes: false,
+                ..cfg.crowd
+            },
+            ..cfg
+        };
+        assert_eq!(run(off, 1.0, None).1, stay, "across_nodes off");
+        assert_eq!(run(cfg, 1.0, Some(0.2)).1, stay, "spinning");
     }
 
     /// Runs `periods` learner periods of three threads on one node of four
