@@ -1263,6 +1263,26 @@ mod tests {
         }
     }
 
+    /// The samples of threads `keys` on `places` (aligned; none measured
+    /// before the first decision): each measures as its speed and run
+    /// share `share(place, threads on that place)`.
+    fn crowded_samples(keys: &[ThreadKey], places: &[usize], share: impl Fn(usize, f64) -> f64) -> Vec<ThreadSample> {
+        keys.iter()
+            .enumerate()
+            .map(|(i, &key)| {
+                let share = places
+                    .get(i)
+                    .map(|&p| share(p, places.iter().filter(|&&q| q == p).count() as f64));
+                ThreadSample {
+                    key,
+                    speed: share,
+                    share,
+                    grain_s: None,
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn load_on_a_node_sends_threads_to_cores_their_siblings_hold_on_another_at_a_numa_tick() {
         // Two nodes of two cores (places 0 1 | 3 4); another program
@@ -1281,21 +1301,7 @@ mod tests {
             let mut places: Vec<usize> = Vec::new();
             let mut moved_before_tick = 0;
             for period in 0..=4 {
-                let threads: Vec<ThreadSample> = (1..=6)
-                    .enumerate()
-                    .map(|(i, key)| {
-                        let share = places.get(i).map(|&p| {
-                            let crowd = places.iter().filter(|&&q| q == p).count() as f64;
-                            1.0 / (crowd + load[p])
-                        });
-                        ThreadSample {
-                            key,
-                            speed: share,
-                            share,
-                            grain_s: None,
-                        }
-                    })
-                    .collect();
+                let threads = crowded_samples(&[1, 2, 3, 4, 5, 6], &places, |p, crowd| 1.0 / (crowd + load[p]));
                 let mut input = input(period, &threads, period == 4);
                 input.waiting = waiting;
                 let decision = policy.decide(&input);
@@ -1373,22 +1379,13 @@ mod tests {
         let mut places: Vec<usize> = Vec::new();
         let mut moved = Vec::new();
         for period in 0..periods {
-            let threads: Vec<ThreadSample> = keys
-                .iter()
-                .enumerate()
-                .map(|(i, &key)| {
-                    let share = places.get(i).map(|&p| {
-                        let crowd = places.iter().filter(|&&q| q == p).count() as f64;
-                        if p < cores { 1.0 / (crowd + load[p]) } else { 0.5 }
-                    });
-                    ThreadSample {
-                        key,
-                        speed: share,
-                        share,
-                        grain_s: None,
-                    }
-                })
-                .collect();
+            let threads = crowded_samples(
+                &keys,
+                &places,
+                |p, crowd| {
+                    if p < cores { 1.0 / (crowd + load[p]) } else { 0.5 }
+                },
+            );
             let mut input = input(period, &threads, false);
             input.waiting = waiting(period);
             let decision = policy.decide(&input);
