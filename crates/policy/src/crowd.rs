@@ -651,9 +651,11 @@ mod tests {
     }
 
     #[test]
-    fn moves_stay_inside_the_thread_s_node() {
-        // Two nodes of one core each: a crowded thread on node 0 has no
-        // other core in its node (crossing is the NUMA level's move).
+    fn moves_stay_inside_the_thread_s_area() {
+        // Two nodes of one core each, the areas the nodes: a crowded
+        // thread on node 0 has no other core in its node (the learner
+        // crosses on NUMA ticks only, with the whole machine as its area:
+        // `moves_costed`).
         let layout = Layout::uniform(2, 1);
         let mut crowd = Crowd::default();
         let occupants = [at(0, Some(0.3)), at(0, Some(0.3))];
