@@ -376,14 +376,13 @@ impl Aspiration {
             let (Some(levels), Some(_)) = (&mut state.levels, speed) else {
                 continue;
             };
-            let remote_cost = if self.cfg.mind_memory { self.remote_cost } else { 1.0 };
             let better = better_replies_near(
                 levels.rho,
                 state.node,
                 &node_mean_rho,
                 self.cfg.gamma,
                 state.home,
-                remote_cost,
+                self.remote_cost(),
             );
             if let Some((to, reason)) = move_intent(levels, &better, self.cfg.zeta, rng) {
                 movers.push(Migration {

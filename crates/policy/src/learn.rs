@@ -549,7 +549,7 @@ impl LearnPolicy {
     /// a node, not across), nor is any other node for a thread that
     /// crossed less than [`CROSS_AGAIN_AFTER_S`] ago.
     fn moves_across_nodes(&mut self, input: &PeriodInput<'_>, occupants: Vec<Occupant>) -> Vec<usize> {
-        let whole = [self.node_cores.concat()];
+        let whole = [self.cores.clone()];
         let occupants: Vec<Occupant> = occupants.into_iter().map(|o| Occupant { area: 0, ..o }).collect();
         let mut held = vec![false; self.layout.places().len()];
         for occupant in occupants.iter().filter(|o| !o.asleep) {
