@@ -43,6 +43,10 @@
 //!        its threads spent >= blind_queued of their runnable time queued
 //!        for a CPU while the program had fewer CPUs than it may use;
 //!        never more than `max_gap` champion windows between probes;
+//!        none while Linux rebalances (one of its last 2 windows scored
+//!        below half its median: the load moved; a probe would hand the
+//!        threads back to where they ran before and be scored in the
+//!        turmoil), except to confirm a switch;
 //!        the learner's first probe, made at once on a blind spot, lost:
 //!        once more `blind_retry_after` windows later, outside the budget,
 //!        if Linux's window still shows the blind spot (and is not taken
@@ -243,6 +247,12 @@ impl Signs<Option<f64>> {
 /// Linux's windows as champion that [`Guard::linux_level`] looks back on.
 const LINUX_LEVEL_WINDOWS: usize = 16;
 
+/// Linux windows in a row at their own level after one taken for the
+/// median before Linux counts as settled again (its recovery after a load
+/// moved comes and goes: the modelled Linux's spinning threads scored 45, 2,
+/// 1, 49, 1 in the windows after one).
+const CALM_WINDOWS: u32 = 2;
+
 /// Who places the threads during a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -294,6 +304,10 @@ pub struct Guard {
     /// Linux's last [`LINUX_LEVEL_WINDOWS`] windows as champion, newest
     /// last: what Linux is worth while it rebalances ([`Guard::linux_level`]).
     linux_recent: VecDeque<f64>,
+    /// Linux's windows in a row as champion scored at their own level, not
+    /// taken for the median ([`Guard::linux_level`]): below
+    /// [`CALM_WINDOWS`], Linux is still rebalancing and is not probed.
+    linux_calm: u32,
     /// The learner's places in the first period of its window in progress
     /// ([`Guard::placed`]), whether every period since kept them, and
     /// whether the probe waiting for the champion window after it did.
@@ -377,6 +391,7 @@ impl Guard {
             before: None,
             earlier: None,
             linux_recent: VecDeque::new(),
+            linux_calm: CALM_WINDOWS,
             probe: None,
             window_places: Vec::new(),
             settled: false,
@@ -568,14 +583,16 @@ impl Guard {
             if blind_first {
                 self.blind_retry = BlindRetry::NotYet;
             }
-            let base = match (self.before, score) {
+            // Linux's windows while it rebalances are not what it is worth
+            // (each side of the probe: a load that moved right after it
+            // must not halve Linux's mean).
+            let level = |score: f64| match self.champion {
+                Arm::Os => self.linux_level(score),
+                Arm::Learn => score,
+            };
+            let base = match (self.before.map(level), score.map(level)) {
                 (Some(a), Some(b)) => Some((a + b) / 2.0),
                 (a, b) => a.or(b),
-            };
-            // Linux's windows while it rebalances are not what it is worth.
-            let base = match self.champion {
-                Arm::Os => base.map(|base| self.linux_level(base)),
-                Arm::Learn => base,
             };
             if let Some(base) = base.filter(|&b| b > 0.0) {
                 if probe > base * (1.0 + self.cfg.margin) {
@@ -644,6 +661,11 @@ impl Guard {
                     self.linux_recent.pop_front();
                 }
                 self.linux_recent.push_back(score);
+                self.linux_calm = if self.linux_level(score) == score {
+                    self.linux_calm.saturating_add(1)
+                } else {
+                    0
+                };
             }
         }
         self.since_probe += 1;
@@ -704,8 +726,16 @@ impl Guard {
         // learner gone wrong for up to `max_gap` windows.
         let linux_overdue = self.champion == Arm::Learn
             && matches!((self.other, self.before), (Some(os), Some(current)) if os > current * (1.0 + self.cfg.margin));
-        let affordable =
-            !replays && self.since_probe >= tie_wait && (linux_overdue || self.spent + expected_loss <= budget);
+        // Linux rebalances after a load moved (a score of its last
+        // CALM_WINDOWS fell below half its median): a probe now would hand
+        // the threads back to where they ran before the move and be scored
+        // in the turmoil. At most about `LINUX_LEVEL_WINDOWS / 2` windows:
+        // a Linux blind for good drags its median down by then.
+        let rebalancing = self.champion == Arm::Os && self.linux_calm < CALM_WINDOWS;
+        let affordable = !replays
+            && !rebalancing
+            && self.since_probe >= tie_wait
+            && (linux_overdue || self.spent + expected_loss <= budget);
         // The learner's first probe, made at once where Linux looked blind,
         // lost: once, while Linux still looks blind, it is tried again
         // outside the budget (the first may have met a phase the program
@@ -714,14 +744,14 @@ impl Guard {
         // lose), and not at all once Linux no longer looks blind.
         let mut retry_now = false;
         if self.blind_retry == BlindRetry::Pending && self.since_probe >= self.cfg.blind_retry_after {
-            let rebalancing = self.before.is_some_and(|score| self.linux_level(score) != score);
             if self.champion != Arm::Os || !self.linux_looks_blind() {
                 self.blind_retry = BlindRetry::Spent;
             } else if !rebalancing {
                 retry_now = true;
             }
         }
-        if std::mem::take(&mut self.confirm) || affordable || retry_now || self.since_probe >= self.cfg.max_gap.max(1) {
+        let overdue = !rebalancing && self.since_probe >= self.cfg.max_gap.max(1);
+        if std::mem::take(&mut self.confirm) || affordable || retry_now || overdue {
             self.blind_retry = match self.blind_retry {
                 // The retry, or a probe made for another reason before it:
                 // either way the learner has been measured again.
@@ -1182,6 +1212,34 @@ mod tests {
             "probed at once, not kept: {probes} learner windows"
         );
         assert_eq!(champion_at_end(1000).0, Arm::Learn, "a lasting blind spot");
+    }
+
+    #[test]
+    fn linux_is_not_probed_while_it_rebalances_after_the_load_moved() {
+        // Linux makes 10 a period, the learner 9.5 (its probes lose a
+        // little and come every few windows). In window 41 the load moves
+        // and Linux's recovery comes and goes (1, 1, 6, 1, 1, 6 in windows
+        // 41-46, then 10): its scores look far worse than the learner's
+        // last, but a probe now
+        // would hand the threads back to where they ran before the move and
+        // be scored in the turmoil. The next one waits until two of Linux's
+        // windows in a row are back above half its median (46 and 47).
+        let dip = [1.0, 1.0, 6.0, 1.0, 1.0, 6.0];
+        let (guard, arms) = run_in_windows_of_4(4 * 80, |arm, window| match arm {
+            Arm::Learn => (9.5, 0.05),
+            Arm::Os if (41..47).contains(&window) => (dip[window - 41], 0.05),
+            Arm::Os => (10.0, 0.05),
+        });
+        let learner_windows: Vec<usize> = (0..arms.len() / 4).filter(|&w| arms[4 * w] == Arm::Learn).collect();
+        assert!(
+            learner_windows.iter().any(|&w| w < 40) && learner_windows.iter().any(|&w| w > 47),
+            "probed before and after: {learner_windows:?}"
+        );
+        assert!(
+            !learner_windows.iter().any(|&w| (42..=47).contains(&w)),
+            "no probe while Linux rebalances: {learner_windows:?}"
+        );
+        assert_eq!(guard.champion(), Arm::Os);
     }
 
     /// One thread, for [`Guard::placed`].

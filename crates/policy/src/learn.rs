@@ -48,8 +48,9 @@
 //!   may then try);
 //!   in an Os window every thread gets the whole machine and nothing is
 //!   learned (its first period puts each thread back on the core Linux had
-//!   given it: the hand-back); the first learner period after one keeps the
-//!   last places.
+//!   given it: the hand-back; threads Linux left swapped between two nodes,
+//!   each away from its memory, go to their memory's node instead); the
+//!   first learner period after one keeps the last places.
 //! ```
 //!
 //! "Fresh" threads (new, just reset, just migrated) take their assigned place
@@ -57,6 +58,8 @@
 //! measured somewhere else. All randomness comes from one ChaCha8 RNG seeded
 //! by the caller and used in key order (aspiration first, then the draws), so
 //! the same inputs give the same decisions bit for bit.
+
+use std::collections::BTreeMap;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -135,6 +138,11 @@ struct LearnThread {
     /// When it last left its node for another by a crowd move: it does
     /// not cross again for [`CROSS_AGAIN_AFTER_S`].
     crossed_at: Option<f64>,
+    /// `numa.home` is where its memory is, as far as the learner can tell:
+    /// the node Linux had it on when the learner started, or the learner's
+    /// own place for a thread that first ran there. A thread that first ran
+    /// where Linux put it later has its memory wherever that was.
+    home_known: bool,
 }
 
 impl LearnPolicy {
@@ -239,6 +247,8 @@ impl LearnPolicy {
             fresh: true,
             naps: Naps::default(),
             crossed_at: None,
+            // Born since the last period: it first ran under that period's arm.
+            home_known: self.started && self.guard.arm() == Arm::Learn,
         }
     }
 
@@ -318,9 +328,13 @@ impl LearnPolicy {
                 let key = self.threads[index].key;
                 // A new start, but the memory stays where it is, and
                 // what is known of its sleep.
-                let (home, naps) = (self.threads[index].numa.home, self.threads[index].naps);
+                let (home, home_known, naps) = {
+                    let thread = &self.threads[index];
+                    (thread.numa.home, thread.home_known, thread.naps)
+                };
                 self.threads[index] = self.assign_round_robin(key);
                 self.threads[index].numa.home = home;
+                self.threads[index].home_known = home_known;
                 self.threads[index].naps = naps;
             }
         }
@@ -398,6 +412,7 @@ impl LearnPolicy {
                 home,
                 ..NumaState::new(node)
             };
+            thread.home_known = true;
             thread.fresh = true;
         }
     }
@@ -409,6 +424,43 @@ impl LearnPolicy {
     fn after_linux_window(&mut self, input: &PeriodInput<'_>) {
         if std::mem::take(&mut self.leaving_on_trial) && self.guard.champion() == Arm::Os {
             self.start_where_linux_was(input, false);
+        }
+    }
+
+    /// The hand-back puts a thread on the core Linux last had it on. Where
+    /// that left threads swapped between two nodes, each away from its
+    /// memory (known to the learner) on the other's, they go to their
+    /// memory's node instead, any of its cores: as many threads per node as
+    /// Linux had, beside their memory. Linux's placement at the end of a
+    /// window can be caught mid rebalancing with such a swap; the nodes are
+    /// balanced, and the modelled Linux, as the kernel without NUMA
+    /// balancing, does not see memory, so it kept the swap, and the
+    /// hand-back restored it after every learner window (sim, 2x14,
+    /// `barrier` B.3: 2 of 40 threads away from their memory in every Linux
+    /// window, 7% less work done than Linux alone). A thread away without a
+    /// partner stays where Linux put it: Linux moved it for the load
+    /// (sending all of them home cost 9% in 8x32 `barrier-spin` D, where
+    /// the load moves between nodes).
+    fn hand_back_beside_memory(&self, place: &mut [usize]) {
+        // Threads away from their memory, by (node they are on, home).
+        let mut away: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        for (index, (&at, thread)) in place.iter().zip(&self.threads).enumerate() {
+            if thread.home_known && self.layout.is_core(at) {
+                let on = self.node_of_core(at);
+                if on != thread.numa.home {
+                    away.entry((on, thread.numa.home)).or_default().push(index);
+                }
+            }
+        }
+        for (&(on, home), there) in away.range(..) {
+            if on > home {
+                continue;
+            }
+            let back = away.get(&(home, on)).map_or(&[][..], Vec::as_slice);
+            let pairs = there.len().min(back.len());
+            for &index in there[..pairs].iter().chain(&back[..pairs]) {
+                place[index] = self.layout.node_place(self.threads[index].numa.home);
+            }
         }
     }
 
@@ -661,10 +713,11 @@ impl Policy for LearnPolicy {
             self.guard.learner_changed();
         }
         let arm = self.guard.next(input.progress_or_speed_sum(), Signs::of(input));
-        if let Some(place) = self
+        if let Some(mut place) = self
             .hand_back
             .places(input, arm, self.layout.whole(), self.guard.champion())
         {
+            self.hand_back_beside_memory(&mut place);
             // The OS's window: nothing is learned from it, and the first
             // learner period after it keeps every thread's last place.
             self.after_os = true;
@@ -927,6 +980,58 @@ mod tests {
         }
         assert!(blind_draws > 1000, "the learner led decisively: {blind_draws} periods");
         assert_eq!(whole_draws, 0, "no thread left to Linux while it measured blind");
+    }
+
+    #[test]
+    fn linux_gets_its_threads_back_beside_their_memory() {
+        // Node 0: cores 0 1 (node place 2); node 1: cores 3 4 (node place
+        // 5). Linux has threads 1 2 on node 0 and 3 4 on node 1 when the
+        // learner starts (their memory is there); later it ends a window
+        // with 1 and 3 swapped between the nodes (caught rebalancing). The
+        // learner's probes lose, so Linux stays champion, and every Linux
+        // window starts by handing the threads back: 2 and 4 to their cores,
+        // 1 and 3 to their memory's node, not to the swap.
+        let cfg = LearnConfig {
+            guard: GuardConfig {
+                window: 2,
+                assumed_loss: 0.0,
+                probe_cost: 0.2,
+                savings: 0.5,
+                tie_backoff: false,
+                ..GuardConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        let mut policy = LearnPolicy::new(Layout::uniform(2, 2), cfg, 5);
+        let threads = samples(&[1, 2, 3, 4], Some(0.5));
+        let home: Vec<Option<usize>> = vec![Some(0), Some(1), Some(3), Some(4)];
+        let swapped: Vec<Option<usize>> = vec![Some(3), Some(1), Some(0), Some(4)];
+        let (mut learner_before, mut hand_backs) = (false, Vec::new());
+        let mut last_was_linux = true;
+        for period in 0..400 {
+            let cores = if period < 100 { &home } else { &swapped };
+            let mut input = input(period, &threads, false);
+            input.progress = Some(if last_was_linux { 1.0 } else { 0.9 });
+            if policy.wants_cores() {
+                input.cores = Some(cores);
+            }
+            let decision = policy.decide(&input);
+            let linux = policy.guard().arm() == Arm::Os;
+            if linux && learner_before && period > 110 {
+                hand_backs.push(decision.place.clone());
+            }
+            learner_before = !linux;
+            last_was_linux = linux;
+        }
+        assert_eq!(policy.guard().champion(), Arm::Os);
+        assert!(
+            hand_backs.len() >= 3,
+            "Linux's windows after the learner's: {}",
+            hand_backs.len()
+        );
+        for place in &hand_backs {
+            assert_eq!(place, &vec![2, 1, 5, 4], "handed back beside memory");
+        }
     }
 
     /// Learner periods over 3000 when Linux makes 1.0 and the learner's
