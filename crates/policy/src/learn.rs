@@ -10,7 +10,9 @@
 //!     ├─1─ reconcile with last period's threads (sorted merge)
 //!     │      new thread  ─► k-th ever seen: core = all_cores[k mod ncores],
 //!     │                     node = that core's node, PLA over
-//!     │                     [cores of node..., node place (node_action)], current = core
+//!     │                     [cores of node..., node place (node_action)], current = core;
+//!     │                     born in Linux's window: the next period's input says
+//!     │                     where it runs (wants_cores), its memory's node (home)
 //!     │      one ended   ─► reset_on_exit: everyone re-assigned round-robin
 //!     │                     from scratch, in key order (fresh PLA + NUMA state)
 //!     │      the learner's first period after Linux's (the guard): each
@@ -139,10 +141,13 @@ struct LearnThread {
     /// not cross again for [`CROSS_AGAIN_AFTER_S`].
     crossed_at: Option<f64>,
     /// `numa.home` is where its memory is, as far as the learner can tell:
-    /// the node Linux had it on when the learner started, or the learner's
-    /// own place for a thread that first ran there. A thread that first ran
-    /// where Linux put it later has its memory wherever that was.
+    /// the node of the core it was first seen on (`locate`), else the node
+    /// Linux had it on when the learner started, or the learner's own place
+    /// for a thread born in the learner's window.
     home_known: bool,
+    /// Born where Linux placed it: the next period's input says where it
+    /// runs ([`Policy::wants_cores`]), the node of its first touch.
+    locate: bool,
 }
 
 impl LearnPolicy {
@@ -235,6 +240,7 @@ impl LearnPolicy {
     /// The next thread in round-robin order: its core, node, and a fresh
     /// automaton over the node's actions starting on that core.
     fn assign_round_robin(&mut self, key: ThreadKey) -> LearnThread {
+        let born_placed = self.started && (self.guard.arm() == Arm::Learn || !self.cfg.guard.enabled);
         let core = self.cores[(self.round_robin % self.cores.len() as u64) as usize];
         self.round_robin += 1;
         let node = self.node_of_core(core);
@@ -247,8 +253,10 @@ impl LearnPolicy {
             fresh: true,
             naps: Naps::default(),
             crossed_at: None,
-            // Born since the last period: it first ran under that period's arm.
-            home_known: self.started && self.guard.arm() == Arm::Learn,
+            // Born since the last period: it first ran under that period's
+            // arm; under Linux's, where it runs now says where its memory is.
+            home_known: born_placed,
+            locate: !born_placed,
         }
     }
 
@@ -328,14 +336,14 @@ impl LearnPolicy {
                 let key = self.threads[index].key;
                 // A new start, but the memory stays where it is, and
                 // what is known of its sleep.
-                let (home, home_known, naps) = {
-                    let thread = &self.threads[index];
-                    (thread.numa.home, thread.home_known, thread.naps)
-                };
+                let old = &self.threads[index];
+                let (home, home_known, locate, naps) = (old.numa.home, old.home_known, old.locate, old.naps);
                 self.threads[index] = self.assign_round_robin(key);
-                self.threads[index].numa.home = home;
-                self.threads[index].home_known = home_known;
-                self.threads[index].naps = naps;
+                let thread = &mut self.threads[index];
+                thread.numa.home = home;
+                thread.home_known = home_known;
+                thread.locate = locate;
+                thread.naps = naps;
             }
         }
     }
@@ -399,8 +407,14 @@ impl LearnPolicy {
         self.leaving_on_trial = start_node != linux_node;
         let mut on_node = vec![0usize; self.layout.nodes()];
         for index in 0..self.threads.len() {
-            let (Some(home), Some(node)) = (linux_node[index], start_node[index]) else {
+            let (Some(linux), Some(node)) = (linux_node[index], start_node[index]) else {
                 continue;
+            };
+            // Its memory is where it was first seen, where that is known.
+            let home = if self.threads[index].home_known {
+                self.threads[index].numa.home
+            } else {
+                linux
             };
             let cores = &self.node_cores[node];
             let core = cores[on_node[node] % cores.len()];
@@ -460,6 +474,25 @@ impl LearnPolicy {
             let pairs = there.len().min(back.len());
             for &index in there[..pairs].iter().chain(&back[..pairs]) {
                 place[index] = self.layout.node_place(self.threads[index].numa.home);
+            }
+        }
+    }
+
+    /// Threads born where Linux placed them: the node of the core `input`
+    /// says each runs on is where it first touched its memory (asked for
+    /// once, [`Policy::wants_cores`]; a thread the target cannot locate keeps
+    /// the node Linux has it on when the learner starts).
+    fn locate_new_threads(&mut self, input: &PeriodInput<'_>) {
+        let Some(cores) = input.cores else {
+            return;
+        };
+        for (thread, core) in self.threads.iter_mut().zip(cores) {
+            if !std::mem::take(&mut thread.locate) {
+                continue;
+            }
+            if let Some(core) = core.filter(|&core| self.layout.is_core(core)) {
+                thread.numa.home = self.layout.places()[core].node.expect("a core place lies in a node");
+                thread.home_known = true;
             }
         }
     }
@@ -697,7 +730,7 @@ impl Policy for LearnPolicy {
     }
 
     fn wants_cores(&self) -> bool {
-        self.guard.os_window_ending()
+        self.guard.os_window_ending() || self.threads.iter().any(|thread| thread.locate)
     }
 
     fn decide(&mut self, input: &PeriodInput<'_>) -> Decision {
@@ -712,10 +745,18 @@ impl Policy for LearnPolicy {
             self.forgets_at = None;
             self.guard.learner_changed();
         }
+        // Cores asked for at the end of Linux's window are its placement to
+        // hand back; asked for to locate new threads, they are not.
+        let linux_window_ended = self.guard.os_window_ending();
+        self.locate_new_threads(input);
         let arm = self.guard.next(input.progress_or_speed_sum(), Signs::of(input));
-        if let Some(mut place) = self
-            .hand_back
-            .places(input, arm, self.layout.whole(), self.guard.champion())
+        let hand_back_input = PeriodInput {
+            cores: input.cores.filter(|_| linux_window_ended),
+            ..*input
+        };
+        if let Some(mut place) =
+            self.hand_back
+                .places(&hand_back_input, arm, self.layout.whole(), self.guard.champion())
         {
             self.hand_back_beside_memory(&mut place);
             // The OS's window: nothing is learned from it, and the first
@@ -980,6 +1021,49 @@ mod tests {
         }
         assert!(blind_draws > 1000, "the learner led decisively: {blind_draws} periods");
         assert_eq!(whole_draws, 0, "no thread left to Linux while it measured blind");
+    }
+
+    #[test]
+    fn threads_born_under_linux_keep_the_node_they_were_first_seen_on_as_their_home() {
+        // Node 0: cores 0 1; node 1: cores 3 4. Four threads appear in
+        // period 0 under Linux; the next period's input (asked for once)
+        // has them on 0 1 3 4, where they first touched their memory. Linux
+        // then swaps 1 and 3 between the nodes, and its windows end so. The
+        // learner starts each thread on the node Linux has it on, with its
+        // memory (its NUMA home) where it was first seen.
+        let cfg = LearnConfig {
+            guard: GuardConfig {
+                window: 2,
+                assumed_loss: 0.0,
+                ..GuardConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        let mut policy = LearnPolicy::new(Layout::uniform(2, 2), cfg, 5);
+        let threads = samples(&[1, 2, 3, 4], Some(0.5));
+        let first: Vec<Option<usize>> = vec![Some(0), Some(1), Some(3), Some(4)];
+        let swapped: Vec<Option<usize>> = vec![Some(3), Some(1), Some(0), Some(4)];
+        let mut asked = Vec::new();
+        let mut learner_started = false;
+        for period in 0..20 {
+            let mut input = input(period, &threads, false);
+            input.progress = Some(1.0);
+            if policy.wants_cores() {
+                asked.push(period);
+                input.cores = Some(if period == 1 { &first } else { &swapped });
+            }
+            policy.decide(&input);
+            learner_started |= policy.guard().arm() == Arm::Learn;
+        }
+        assert!(learner_started, "the learner was probed");
+        assert_eq!(
+            asked.first(),
+            Some(&1),
+            "new threads are located in the period after they appear"
+        );
+        assert_eq!(policy.numa_state(1).unwrap().node, 1, "starts where Linux has it");
+        let homes: Vec<usize> = (1..=4).map(|key| policy.numa_state(key).unwrap().home).collect();
+        assert_eq!(homes, vec![0, 0, 1, 1], "memory where each was first seen");
     }
 
     #[test]
