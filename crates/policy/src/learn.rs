@@ -466,7 +466,7 @@ impl LearnPolicy {
                 }
             }
         }
-        for (&(on, home), there) in away.range(..) {
+        for (&(on, home), there) in &away {
             if on > home {
                 continue;
             }
@@ -486,12 +486,16 @@ impl LearnPolicy {
         let Some(cores) = input.cores else {
             return;
         };
-        for (thread, core) in self.threads.iter_mut().zip(cores) {
-            if !std::mem::take(&mut thread.locate) {
-                continue;
-            }
-            if let Some(core) = core.filter(|&core| self.layout.is_core(core)) {
-                thread.numa.home = self.layout.places()[core].node.expect("a core place lies in a node");
+        let nodes: Vec<Option<usize>> = cores
+            .iter()
+            .map(|core| core.filter(|&core| self.layout.is_core(core)))
+            .map(|core| core.map(|core| self.node_of_core(core)))
+            .collect();
+        for (thread, node) in self.threads.iter_mut().zip(nodes) {
+            if std::mem::take(&mut thread.locate)
+                && let Some(node) = node
+            {
+                thread.numa.home = node;
                 thread.home_known = true;
             }
         }
