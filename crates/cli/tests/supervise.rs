@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -55,7 +56,20 @@ fn a_signal_the_program_handles_is_still_named_in_the_summary() {
         "trap 'exit 0' INT; touch '{}'; while :; do sleep 0.05; done",
         ready.display()
     );
-    let child = pinlearn()
+    let mut command = pinlearn();
+    // pinlearn and the program inherit how signals are handled, as from any
+    // wrapper: a shell cannot trap a signal ignored when it started (POSIX),
+    // and a test run started in the background without job control
+    // (`cargo test &` in a script) ignores SIGINT. The program here starts
+    // with its default.
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let child = command
         .args([
             "run",
             "--quiet",
