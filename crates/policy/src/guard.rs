@@ -1220,10 +1220,10 @@ mod tests {
         // little and come every few windows). In window 41 the load moves
         // and Linux's recovery comes and goes (1, 1, 6, 1, 1, 6 in windows
         // 41-46, then 10): its scores look far worse than the learner's
-        // last, but a probe now
-        // would hand the threads back to where they ran before the move and
-        // be scored in the turmoil. The next one waits until two of Linux's
-        // windows in a row are back above half its median (46 and 47).
+        // last, but a probe now would hand the threads back to where they
+        // ran before the move and be scored in the turmoil. The next one
+        // waits until two of Linux's windows in a row are back above half
+        // its median (46 and 47).
         let dip = [1.0, 1.0, 6.0, 1.0, 1.0, 6.0];
         let (guard, arms) = run_in_windows_of_4(4 * 80, |arm, window| match arm {
             Arm::Learn => (9.5, 0.05),

@@ -486,11 +486,7 @@ impl LearnPolicy {
         let Some(cores) = input.cores else {
             return;
         };
-        let nodes: Vec<Option<usize>> = cores
-            .iter()
-            .map(|core| core.filter(|&core| self.layout.is_core(core)))
-            .map(|core| core.map(|core| self.node_of_core(core)))
-            .collect();
+        let nodes = self.nodes_of(cores);
         for (thread, node) in self.threads.iter_mut().zip(nodes) {
             if std::mem::take(&mut thread.locate)
                 && let Some(node) = node
@@ -501,9 +497,13 @@ impl LearnPolicy {
         }
     }
 
-    /// The node of each core place (`None` stays `None`).
+    /// The node of each core place (`None`, or a place that is no core,
+    /// gives `None`).
     fn nodes_of(&self, cores: &[Option<usize>]) -> Vec<Option<usize>> {
-        cores.iter().map(|core| core.map(|c| self.node_of_core(c))).collect()
+        cores
+            .iter()
+            .map(|core| core.filter(|&c| self.layout.is_core(c)).map(|c| self.node_of_core(c)))
+            .collect()
     }
 
     /// The node each thread starts on after Linux's windows (`None` where
