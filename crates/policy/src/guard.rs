@@ -22,6 +22,14 @@
 //!        (Linux champion: a Linux score below half the median of its last
 //!         16 windows counts as that median in both tests: Linux is moving
 //!         its threads after a load moved, not blind)
+//!        (learner champion, its score fell below 3/4 of its window before:
+//!         the load moved onto its places; a probe of Linux then runs up to
+//!         2 more windows while its score rises and stays below the
+//!         learner's, and scores its best window: Linux, handed back its
+//!         placement of before the move, needs them to rebalance; where the
+//!         fall comes in the learner's window right after a probe of Linux,
+//!         the load moved under that probe: it is not compared, and Linux
+//!         is probed again at once)
 //!
 //!   next probe once the run can afford it:
 //!        spent + expected loss ≤ probe_cost · (windows so far + 1)
@@ -90,8 +98,10 @@
 //! Linux. At the end of every Linux window the policy asks where each thread
 //! ran ([`crate::Policy::wants_cores`]); the first period of Linux's next
 //! window pins each thread back to where it ran at the end of Linux's last
-//! window as champion (a probe of Linux, while the learner leads, starts
-//! from the learner's placement and would hand back its leftovers), and
+//! window as champion (a probe of Linux, while the learner leads, follows
+//! the learner's window and would hand back its leftovers; except a probe
+//! that had windows to rebalance after the load moved: its end is Linux's,
+//! made for the load as it is now), and
 //! the periods after it give Linux the whole machine from there. That first
 //! period is not scored.
 
@@ -253,6 +263,19 @@ const LINUX_LEVEL_WINDOWS: usize = 16;
 /// 1, 49, 1 in the windows after one).
 const CALM_WINDOWS: u32 = 2;
 
+/// The learner, champion, fell below this share of its window before
+/// (the load moved onto the places it holds): a probe of Linux then may go
+/// on for [`LINUX_CATCH_UP_WINDOWS`] more windows.
+const LEARNER_DROP: f64 = 0.75;
+
+/// Windows a probe of Linux may add after the learner's score dropped, each
+/// only while Linux's score still rises by more than `margin` and stays
+/// below the learner's: Linux hands its threads back to where it had them
+/// before the load moved and needs a few windows to rebalance (the modelled
+/// Linux's barrier threads scored 7.9, 8.4, 8.9, 9.5, 10.7 in the windows
+/// after one), so one window of it would be scored in the turmoil.
+const LINUX_CATCH_UP_WINDOWS: u32 = 2;
+
 /// Who places the threads during a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -329,6 +352,13 @@ pub struct Guard {
     signs_count: Signs<u32>,
     /// Their means over the last window Linux placed the threads.
     os_signs: Signs<Option<f64>>,
+    /// A probe of Linux going on after the learner's score dropped
+    /// ([`LINUX_CATCH_UP_WINDOWS`]): the windows it added so far and the
+    /// score of its last one (its best: it goes on only while rising).
+    catch_up: Option<(u32, f64)>,
+    /// The probe of Linux whose window ended last had windows to rebalance
+    /// ([`Guard::linux_catches_up`]): where it ended is Linux's own.
+    probe_rebalanced: bool,
     /// Where the run stands with the one retry of a lost first probe made
     /// on Linux's blind spot ([`GuardConfig::blind_retry_after`]).
     blind_retry: BlindRetry,
@@ -403,6 +433,8 @@ impl Guard {
             signs_sum: Signs::default(),
             signs_count: Signs::default(),
             os_signs: Signs::default(),
+            catch_up: None,
+            probe_rebalanced: false,
             stats: GuardStats::default(),
         }
     }
@@ -483,6 +515,55 @@ impl Guard {
         sorted.sort_by(f64::total_cmp);
         let median = sorted[sorted.len() / 2];
         if recent < median * 0.5 { median } else { recent }
+    }
+
+    /// Whether the probe of Linux whose window just scored `score` goes on
+    /// for one more window: the learner, champion, dropped below
+    /// [`LEARNER_DROP`] of its window before (the load moved), Linux's score
+    /// is still below the learner's, and, after the first window, still
+    /// rising by more than `margin`; at most [`LINUX_CATCH_UP_WINDOWS`]
+    /// more. What each added window lost against the learner is charged
+    /// to the budget. Once it ends, the probe's score is the best of its
+    /// windows' (`score` raised to it): what Linux reached once it had
+    /// rebalanced (spinning threads' windows swing from one to the next).
+    fn linux_catches_up(&mut self, score: &mut Option<f64>) -> bool {
+        let previous = self.catch_up.take();
+        self.probe_rebalanced = false;
+        let (Arm::Os, Arm::Learn, Some(now), Some(learner)) = (self.window_arm, self.champion, *score, self.before)
+        else {
+            return false;
+        };
+        let added = match previous {
+            None if self.earlier.is_some_and(|earlier| learner < earlier * LEARNER_DROP) => 0,
+            None => return false,
+            Some((added, best)) => {
+                if now <= best * (1.0 + self.cfg.margin) {
+                    *score = Some(now.max(best));
+                    self.probe_rebalanced = true;
+                    return false;
+                }
+                added
+            }
+        };
+        self.probe_rebalanced = true;
+        if added >= LINUX_CATCH_UP_WINDOWS || now * (1.0 + self.cfg.margin) >= learner || learner <= 0.0 {
+            return false;
+        }
+        self.spent += (1.0 - now / learner).max(0.0);
+        self.catch_up = Some((added + 1, now));
+        true
+    }
+
+    /// Where the threads ran at the end of the Linux window that just ended
+    /// is Linux's own placement, to hand back at the start of its next
+    /// window ([`HandBack`]): Linux is champion, or the window was a probe
+    /// that had windows to rebalance after the load moved (it started from
+    /// a placement made for the load before, and ends where Linux took the
+    /// threads from there). An ordinary probe of Linux is not: it starts
+    /// from Linux's last placement as champion, but the learner's window
+    /// before it moved the threads and may have moved their memory.
+    pub fn linux_window_is_its_own(&self) -> bool {
+        self.champion == Arm::Os || self.probe_rebalanced
     }
 
     /// The period just decided is the last one of a window Linux placed:
@@ -572,13 +653,28 @@ impl Guard {
                 self.since_probe = 0;
                 return;
             }
+            let mut score = score;
+            if self.linux_catches_up(&mut score) {
+                return;
+            }
             // A probe ended: the next window is the champion's, to compare.
             self.probe = score;
             self.probe_settled = self.window_arm == Arm::Learn && settled;
             self.window_arm = self.champion;
             return;
         }
-        if let Some(probe) = self.probe.take() {
+        // The learner, champion, dropped below LEARNER_DROP of its window
+        // before in the window after a probe of Linux: the load moved under
+        // the probe, which measured neither placement. Linux is probed again
+        // at once, and may catch up ([`Guard::linux_catches_up`]).
+        let probe = self.probe.take();
+        let moved_under_probe = self.champion == Arm::Learn
+            && probe.is_some()
+            && matches!((self.before, score), (Some(before), Some(after)) if after < before * LEARNER_DROP);
+        if moved_under_probe {
+            self.confirm = true;
+        }
+        if let Some(probe) = probe.filter(|_| !moved_under_probe) {
             let blind_first = self.blind_retry == BlindRetry::FirstProbe;
             if blind_first {
                 self.blind_retry = BlindRetry::NotYet;
@@ -787,24 +883,22 @@ impl HandBack {
     }
 
     /// Records the cores in `input` (the target reports them when the
-    /// policy asked, at the end of a Linux window) while Linux is the
-    /// `champion`, then returns the places for the period `arm` runs:
+    /// policy asked, at the end of a Linux window) where that window was
+    /// `linux_own` ([`Guard::linux_window_is_its_own`]), then returns the
+    /// places for the period `arm` runs:
     /// `None` for the learner's periods; for a Linux period, `whole` for
     /// every thread, except in the first period after a learner's period,
     /// where each thread goes back to the core it had under Linux (`whole`
     /// if it had none: it started since).
     ///
-    /// Linux's probes, while the learner is champion, are not recorded:
-    /// each starts from the learner's placement of the window before, so
-    /// where it ends is partly the learner's, and a placement handed back
-    /// from one probe to the next drifts further from Linux's own with
-    /// every probe. Each probe starts from where Linux last had the
-    /// threads as champion instead.
-    pub fn places(&mut self, input: &PeriodInput<'_>, arm: Arm, whole: usize, champion: Arm) -> Option<Vec<usize>> {
-        if let Some(cores) = input
-            .cores
-            .filter(|_| self.last == Some(Arm::Os) && champion == Arm::Os)
-        {
+    /// Linux's ordinary probes, while the learner is champion, are not
+    /// recorded: each follows a window of the learner's, so where it ends
+    /// is partly the learner's, and a placement handed back from one probe
+    /// to the next drifts further from Linux's own with every probe. Each
+    /// probe starts from where Linux last had the threads as champion
+    /// instead.
+    pub fn places(&mut self, input: &PeriodInput<'_>, arm: Arm, whole: usize, linux_own: bool) -> Option<Vec<usize>> {
+        if let Some(cores) = input.cores.filter(|_| self.last == Some(Arm::Os) && linux_own) {
             self.cores = input
                 .threads
                 .iter()
@@ -1240,6 +1334,62 @@ mod tests {
             "no probe while Linux rebalances: {learner_windows:?}"
         );
         assert_eq!(guard.champion(), Arm::Os);
+    }
+
+    /// The learner leads (12 a period against Linux's 10) until the load
+    /// moves in window `moved`: from then on the learner makes 7, and
+    /// Linux, handed back its placement of before the move, makes 4, 6, 9
+    /// and then 10 in its windows after the move (it rebalances), and
+    /// `straddling` in a window of its own that the move falls in. Returns
+    /// the guard and the windows' arms.
+    fn load_moves_under_the_learner(moved: usize, straddling: f64) -> (Guard, Vec<Arm>) {
+        let linux_periods_after = std::cell::Cell::new(0usize);
+        let (guard, arms) = run_in_windows_of_4(4 * 120, |arm, window| match arm {
+            Arm::Learn if window < moved => (12.0, 0.05),
+            Arm::Learn => (7.0, 0.05),
+            Arm::Os if window < moved => (10.0, 0.05),
+            Arm::Os if window == moved => (straddling, 0.05),
+            Arm::Os => {
+                linux_periods_after.set(linux_periods_after.get() + 1);
+                let rebalanced = [4.0, 6.0, 9.0];
+                (
+                    rebalanced
+                        .get((linux_periods_after.get() - 1) / 4)
+                        .copied()
+                        .unwrap_or(10.0),
+                    0.05,
+                )
+            }
+        });
+        let windows = arms.chunks(4).map(|window| window[0]).collect();
+        (guard, windows)
+    }
+
+    #[test]
+    fn after_the_load_moved_under_the_learner_a_probe_of_linux_has_windows_to_rebalance() {
+        // The load moves in a window of the learner's (40): Linux, probed
+        // at once since the learner fell below its last score, gets up to 2
+        // more windows while its score rises and stays below the learner's
+        // (4, 6, 9) and takes over; scored on its first window alone (4) it
+        // lost and the learner kept its 7 for up to max_gap windows.
+        let (_, before) = load_moves_under_the_learner(usize::MAX, 0.0);
+        assert_eq!(before[39], Arm::Learn, "the learner leads before the move: {before:?}");
+        let (guard, windows) = load_moves_under_the_learner(40, 0.0);
+        assert_eq!(guard.champion(), Arm::Os);
+        assert_eq!(&windows[41..44], &[Arm::Os; 3], "{windows:?}");
+        let linux_after: usize = windows[44..60].iter().filter(|&&arm| arm == Arm::Os).count();
+        assert!(linux_after >= 14, "Linux keeps the threads: {windows:?}");
+        // The load moves in a window of Linux's probe, which scores what the
+        // learner then makes (7): the probe measured neither placement and
+        // is made again at once, with the windows to rebalance.
+        let moved = (40..).find(|&w| before[w] == Arm::Os).unwrap();
+        let (guard, windows) = load_moves_under_the_learner(moved, 7.0);
+        assert_eq!(guard.champion(), Arm::Os, "{windows:?}");
+        assert_eq!(
+            &windows[moved + 1..moved + 5],
+            &[Arm::Learn, Arm::Os, Arm::Os, Arm::Os],
+            "{windows:?}"
+        );
     }
 
     /// One thread, for [`Guard::placed`].
@@ -1708,29 +1858,29 @@ mod tests {
         let three = samples(&[1, 2, 3]);
         // Linux's window; at its end the target says where the threads ran.
         assert_eq!(
-            hand_back.places(&input(&three, None), Arm::Os, WHOLE, Arm::Os),
+            hand_back.places(&input(&three, None), Arm::Os, WHOLE, true),
             Some(vec![WHOLE; 3])
         );
         let cores = [Some(4), None, Some(0)];
         assert_eq!(
-            hand_back.places(&input(&three, Some(&cores)), Arm::Learn, WHOLE, Arm::Os),
+            hand_back.places(&input(&three, Some(&cores)), Arm::Learn, WHOLE, true),
             None
         );
         // The learner's window: cores reported now are the learner's, not Linux's.
         let moved = [Some(1), Some(1), Some(1)];
         assert_eq!(
-            hand_back.places(&input(&three, Some(&moved)), Arm::Learn, WHOLE, Arm::Os),
+            hand_back.places(&input(&three, Some(&moved)), Arm::Learn, WHOLE, true),
             None
         );
         // Linux again, with thread 2 gone and thread 4 new: each goes back
         // where Linux had it, once; a thread Linux never placed gets the whole machine.
         let after = samples(&[1, 3, 4]);
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, true),
             Some(vec![4, 0, WHOLE])
         );
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, true),
             Some(vec![WHOLE; 3])
         );
         // The learner takes over. Where Linux's probe leaves the threads is
@@ -1738,21 +1888,21 @@ mod tests {
         // where Linux had them as champion.
         let drifted = [Some(5), Some(5), Some(6)];
         assert_eq!(
-            hand_back.places(&input(&after, Some(&drifted)), Arm::Learn, WHOLE, Arm::Learn),
+            hand_back.places(&input(&after, Some(&drifted)), Arm::Learn, WHOLE, false),
             None
         );
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Learn),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, false),
             Some(vec![4, 0, WHOLE])
         );
         // A probe that wins makes Linux champion again: its end is recorded.
         assert_eq!(
-            hand_back.places(&input(&after, Some(&drifted)), Arm::Os, WHOLE, Arm::Os),
+            hand_back.places(&input(&after, Some(&drifted)), Arm::Os, WHOLE, true),
             Some(vec![WHOLE; 3])
         );
-        assert_eq!(hand_back.places(&input(&after, None), Arm::Learn, WHOLE, Arm::Os), None);
+        assert_eq!(hand_back.places(&input(&after, None), Arm::Learn, WHOLE, true), None);
         assert_eq!(
-            hand_back.places(&input(&after, None), Arm::Os, WHOLE, Arm::Os),
+            hand_back.places(&input(&after, None), Arm::Os, WHOLE, true),
             Some(vec![5, 5, 6])
         );
     }

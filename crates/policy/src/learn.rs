@@ -758,10 +758,12 @@ impl Policy for LearnPolicy {
             cores: input.cores.filter(|_| linux_window_ended),
             ..*input
         };
-        if let Some(mut place) =
-            self.hand_back
-                .places(&hand_back_input, arm, self.layout.whole(), self.guard.champion())
-        {
+        if let Some(mut place) = self.hand_back.places(
+            &hand_back_input,
+            arm,
+            self.layout.whole(),
+            self.guard.linux_window_is_its_own(),
+        ) {
             self.hand_back_beside_memory(&mut place);
             // The OS's window: nothing is learned from it, and the first
             // learner period after it keeps every thread's last place.

@@ -47,14 +47,12 @@ fn on_the_papers_machine_the_learner_keeps_within_two_percent_of_the_os_in_every
     // The whole matrix (A.1 ... C.3 and D) of the four workloads, with
     // another user's job as the load (its own session, as `pinlearn bench`
     // loads) and with the load in the program's session, seed 1: learn
-    // within 2% of the OS in every cell, whoever is right there. One cell
-    // misses and is left out: blocking barriers beside two hogs a loaded
-    // core in the program's session, the load moving (D), where learn / os
-    // swings with the seed (0.91-1.08 over seeds 1-6, seed 1 1.077;
-    // docs/simulator.md, "A reduced matrix in the tests" and "The
-    // hand-back beside memory"). The papers' learner
-    // (configs/papers-learner.toml) misses 54 of the 80.
-    let known_misses = [(WorkloadKind::Barrier, LoadSession::Same, "D")];
+    // within 2% of the OS in every cell, whoever is right there. (Until
+    // 2026-11-28 one cell was left out: blocking barriers beside two hogs
+    // a loaded core in the program's session, the load moving (D), 1.077;
+    // docs/simulator.md, "Linux gets windows to rebalance after the load
+    // moved".) The papers' learner (configs/papers-learner.toml) misses 54
+    // of the 80.
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut misses = Vec::new();
     for session in [LoadSession::Own, LoadSession::Same] {
@@ -80,7 +78,7 @@ fn on_the_papers_machine_the_learner_keeps_within_two_percent_of_the_os_in_every
             for (scenario, pair) in plan.scenarios.iter().zip(runs.chunks(2)) {
                 let scenario = scenario.to_string();
                 let [os, learn] = [&pair[0], &pair[1]].map(|run| run.record.completion_s.expect("the run completes"));
-                if learn > 1.02 * os && !known_misses.contains(&(kind, session, scenario.as_str())) {
+                if learn > 1.02 * os {
                     misses.push(format!(
                         "{kind:?} {scenario} ({session:?} session): learn {learn:.1} s, os {os:.1} s"
                     ));

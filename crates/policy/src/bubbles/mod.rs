@@ -784,7 +784,10 @@ impl Policy for BubblesPolicy {
             .guard
             .next(input.progress_or_speed_sum(), crate::guard::Signs::of(input));
         let whole = self.layout.whole();
-        let place = match self.hand_back.places(input, arm, whole, self.guard.champion()) {
+        let place = match self
+            .hand_back
+            .places(input, arm, whole, self.guard.linux_window_is_its_own())
+        {
             Some(linux) => {
                 if let Some(learning) = self.learning.as_mut() {
                     learning.after_os = true;
