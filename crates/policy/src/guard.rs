@@ -882,9 +882,11 @@ impl HandBack {
         self.cores.get(&key).copied()
     }
 
-    /// Records the cores in `input` (the target reports them when the
-    /// policy asked, at the end of a Linux window) where that window was
-    /// `linux_own` ([`Guard::linux_window_is_its_own`]), then returns the
+    /// Records the cores in `input` where they are Linux's own placement
+    /// (`record`: the caller asked for them because the period ended a
+    /// window of Linux's, [`Guard::os_window_ending`] before
+    /// [`Guard::next`], and that window was Linux's own,
+    /// [`Guard::linux_window_is_its_own`] after it), then returns the
     /// places for the period `arm` runs:
     /// `None` for the learner's periods; for a Linux period, `whole` for
     /// every thread, except in the first period after a learner's period,
@@ -897,8 +899,8 @@ impl HandBack {
     /// to the next drifts further from Linux's own with every probe. Each
     /// probe starts from where Linux last had the threads as champion
     /// instead.
-    pub fn places(&mut self, input: &PeriodInput<'_>, arm: Arm, whole: usize, linux_own: bool) -> Option<Vec<usize>> {
-        if let Some(cores) = input.cores.filter(|_| self.last == Some(Arm::Os) && linux_own) {
+    pub fn places(&mut self, input: &PeriodInput<'_>, arm: Arm, whole: usize, record: bool) -> Option<Vec<usize>> {
+        if let Some(cores) = input.cores.filter(|_| self.last == Some(Arm::Os) && record) {
             self.cores = input
                 .threads
                 .iter()

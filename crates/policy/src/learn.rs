@@ -754,16 +754,8 @@ impl Policy for LearnPolicy {
         let linux_window_ended = self.guard.os_window_ending();
         self.locate_new_threads(input);
         let arm = self.guard.next(input.progress_or_speed_sum(), Signs::of(input));
-        let hand_back_input = PeriodInput {
-            cores: input.cores.filter(|_| linux_window_ended),
-            ..*input
-        };
-        if let Some(mut place) = self.hand_back.places(
-            &hand_back_input,
-            arm,
-            self.layout.whole(),
-            self.guard.linux_window_is_its_own(),
-        ) {
+        let linux_placement = linux_window_ended && self.guard.linux_window_is_its_own();
+        if let Some(mut place) = self.hand_back.places(input, arm, self.layout.whole(), linux_placement) {
             self.hand_back_beside_memory(&mut place);
             // The OS's window: nothing is learned from it, and the first
             // learner period after it keeps every thread's last place.
