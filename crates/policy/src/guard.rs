@@ -359,6 +359,9 @@ pub struct Guard {
     /// The probe of Linux whose window ended last had windows to rebalance
     /// ([`Guard::linux_catches_up`]): where it ended is Linux's own.
     probe_rebalanced: bool,
+    /// The period last passed to [`Guard::next`] ended a window of Linux's
+    /// own ([`Guard::ended_linux_s_own_window`]).
+    linux_own_window_ended: bool,
     /// Where the run stands with the one retry of a lost first probe made
     /// on Linux's blind spot ([`GuardConfig::blind_retry_after`]).
     blind_retry: BlindRetry,
@@ -386,6 +389,16 @@ enum BlindRetry {
     FirstProbe,
     Pending,
     Spent,
+}
+
+/// What [`Guard::linux_catches_up`] makes of a probe of Linux's window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum CatchUp {
+    /// It goes on for one more window.
+    GoesOn,
+    /// It ended, with this score (the best of its windows' where it went
+    /// on).
+    Ended(Option<f64>),
 }
 
 /// What the guard did over a run.
@@ -435,6 +448,7 @@ impl Guard {
             os_signs: Signs::default(),
             catch_up: None,
             probe_rebalanced: false,
+            linux_own_window_ended: false,
             stats: GuardStats::default(),
         }
     }
@@ -524,34 +538,33 @@ impl Guard {
     /// rising by more than `margin`; at most [`LINUX_CATCH_UP_WINDOWS`]
     /// more. What each added window lost against the learner is charged
     /// to the budget. Once it ends, the probe's score is the best of its
-    /// windows' (`score` raised to it): what Linux reached once it had
-    /// rebalanced (spinning threads' windows swing from one to the next).
-    fn linux_catches_up(&mut self, score: &mut Option<f64>) -> bool {
+    /// windows': what Linux reached once it had rebalanced (spinning
+    /// threads' windows swing from one to the next).
+    fn linux_catches_up(&mut self, score: Option<f64>) -> CatchUp {
         let previous = self.catch_up.take();
         self.probe_rebalanced = false;
-        let (Arm::Os, Arm::Learn, Some(now), Some(learner)) = (self.window_arm, self.champion, *score, self.before)
+        let (Arm::Os, Arm::Learn, Some(now), Some(learner)) = (self.window_arm, self.champion, score, self.before)
         else {
-            return false;
+            return CatchUp::Ended(score);
         };
         let added = match previous {
             None if self.earlier.is_some_and(|earlier| learner < earlier * LEARNER_DROP) => 0,
-            None => return false,
+            None => return CatchUp::Ended(score),
             Some((added, best)) => {
+                self.probe_rebalanced = true;
                 if now <= best * (1.0 + self.cfg.margin) {
-                    *score = Some(now.max(best));
-                    self.probe_rebalanced = true;
-                    return false;
+                    return CatchUp::Ended(Some(now.max(best)));
                 }
                 added
             }
         };
         self.probe_rebalanced = true;
         if added >= LINUX_CATCH_UP_WINDOWS || now * (1.0 + self.cfg.margin) >= learner || learner <= 0.0 {
-            return false;
+            return CatchUp::Ended(score);
         }
         self.spent += (1.0 - now / learner).max(0.0);
         self.catch_up = Some((added + 1, now));
-        true
+        CatchUp::GoesOn
     }
 
     /// Where the threads ran at the end of the Linux window that just ended
@@ -562,8 +575,18 @@ impl Guard {
     /// threads from there). An ordinary probe of Linux is not: it starts
     /// from Linux's last placement as champion, but the learner's window
     /// before it moved the threads and may have moved their memory.
-    pub fn linux_window_is_its_own(&self) -> bool {
+    fn linux_window_is_its_own(&self) -> bool {
         self.champion == Arm::Os || self.probe_rebalanced
+    }
+
+    /// The period last passed to [`Guard::next`] ended a window Linux
+    /// placed on its own ([`Guard::linux_window_is_its_own`]): where the
+    /// threads ran then is Linux's placement, for [`HandBack::places`] to
+    /// record. Cores asked for at the end of other windows of Linux's
+    /// (ordinary probes while the learner leads) or for other reasons are
+    /// not.
+    pub fn ended_linux_s_own_window(&self) -> bool {
+        self.linux_own_window_ended
     }
 
     /// The period just decided is the last one of a window Linux placed:
@@ -601,9 +624,12 @@ impl Guard {
                 self.signs_count.queued += 1;
             }
         }
-        if self.window_period >= self.cfg.window.max(2) {
+        let window_ends = self.window_period >= self.cfg.window.max(2);
+        let linux_window_ends = window_ends && self.window_arm == Arm::Os;
+        if window_ends {
             self.close_window();
         }
+        self.linux_own_window_ended = linux_window_ends && self.linux_window_is_its_own();
         self.window_period += 1;
         match self.window_arm {
             Arm::Learn => self.stats.learn_periods += 1,
@@ -653,10 +679,9 @@ impl Guard {
                 self.since_probe = 0;
                 return;
             }
-            let mut score = score;
-            if self.linux_catches_up(&mut score) {
+            let CatchUp::Ended(score) = self.linux_catches_up(score) else {
                 return;
-            }
+            };
             // A probe ended: the next window is the champion's, to compare.
             self.probe = score;
             self.probe_settled = self.window_arm == Arm::Learn && settled;
@@ -883,10 +908,8 @@ impl HandBack {
     }
 
     /// Records the cores in `input` where they are Linux's own placement
-    /// (`record`: the caller asked for them because the period ended a
-    /// window of Linux's, [`Guard::os_window_ending`] before
-    /// [`Guard::next`], and that window was Linux's own,
-    /// [`Guard::linux_window_is_its_own`] after it), then returns the
+    /// (`record`: the period ended a window Linux placed on its own,
+    /// [`Guard::ended_linux_s_own_window`] after [`Guard::next`]), then returns the
     /// places for the period `arm` runs:
     /// `None` for the learner's periods; for a Linux period, `whole` for
     /// every thread, except in the first period after a learner's period,
@@ -1935,5 +1958,47 @@ mod tests {
             ..cfg()
         });
         assert!(!disabled.os_window_ending());
+    }
+
+    #[test]
+    fn only_the_end_of_linux_s_own_windows_is_recorded_for_the_hand_back() {
+        // Linux champion until the learner, twice as good, takes over; then
+        // Linux's windows are ordinary probes, which follow the learner's
+        // window and end partly where the learner put the threads.
+        let mut guard = Guard::new(GuardConfig {
+            first: Arm::Os,
+            ..cfg()
+        });
+        let rate = learner_twice_as_good_until(usize::MAX);
+        let (mut own, mut probes_ended) = (0, 0);
+        let mut last = None;
+        for period in 0..2000 {
+            let progress = last.map(|arm| rate(arm, period));
+            let ending = guard.os_window_ending();
+            let champion = guard.champion();
+            let arm = guard.next(progress, Signs::default());
+            let recorded = guard.ended_linux_s_own_window();
+            assert!(
+                !recorded || ending,
+                "period {period}: recorded outside the end of Linux's window"
+            );
+            // (A window after which the champion changed is left out.)
+            if ending && champion == Arm::Os && guard.champion() == Arm::Os {
+                assert!(
+                    recorded,
+                    "period {period}: the end of Linux's window as champion not recorded"
+                );
+                own += 1;
+            } else if ending && champion == Arm::Learn && guard.champion() == Arm::Learn {
+                assert!(
+                    !recorded,
+                    "period {period}: the end of an ordinary probe of Linux recorded"
+                );
+                probes_ended += 1;
+            }
+            last = Some(arm);
+        }
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert!(own >= 1 && probes_ended >= 1, "own {own}, probes {probes_ended}");
     }
 }

@@ -749,12 +749,11 @@ impl Policy for LearnPolicy {
             self.forgets_at = None;
             self.guard.learner_changed();
         }
-        // Cores asked for at the end of Linux's window are its placement to
-        // hand back; asked for to locate new threads, they are not.
-        let linux_window_ended = self.guard.os_window_ending();
         self.locate_new_threads(input);
         let arm = self.guard.next(input.progress_or_speed_sum(), Signs::of(input));
-        let linux_placement = linux_window_ended && self.guard.linux_window_is_its_own();
+        // Cores asked for at the end of Linux's own window are its placement
+        // to hand back; asked for to locate new threads, they are not.
+        let linux_placement = self.guard.ended_linux_s_own_window();
         if let Some(mut place) = self.hand_back.places(input, arm, self.layout.whole(), linux_placement) {
             self.hand_back_beside_memory(&mut place);
             // The OS's window: nothing is learned from it, and the first

@@ -780,12 +780,11 @@ impl Policy for BubblesPolicy {
             .iter()
             .map(|t| sanitise_speed(t.speed).unwrap_or(f64::NAN))
             .collect();
-        let linux_window_ended = self.guard.os_window_ending();
         let arm = self
             .guard
             .next(input.progress_or_speed_sum(), crate::guard::Signs::of(input));
         let whole = self.layout.whole();
-        let linux_placement = linux_window_ended && self.guard.linux_window_is_its_own();
+        let linux_placement = self.guard.ended_linux_s_own_window();
         let place = match self.hand_back.places(input, arm, whole, linux_placement) {
             Some(linux) => {
                 if let Some(learning) = self.learning.as_mut() {
