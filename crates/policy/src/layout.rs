@@ -195,6 +195,18 @@ impl Layout {
             .map(|(i, _)| i)
     }
 
+    /// Every core place in round-robin order: one core of each node in
+    /// turn (the first core of every node, then the second, ...), so that
+    /// threads placed in this order split over the nodes as evenly as they
+    /// can (a node with fewer cores drops out once they are used up).
+    pub fn round_robin_cores(&self) -> Vec<usize> {
+        let per_node: Vec<Vec<usize>> = (0..self.nodes).map(|node| self.cores_of(node).collect()).collect();
+        let longest = per_node.iter().map(Vec::len).max().unwrap_or(0);
+        (0..longest)
+            .flat_map(|rank| per_node.iter().filter_map(move |cores| cores.get(rank).copied()))
+            .collect()
+    }
+
     /// The `Node` place of `node`.
     pub fn node_place(&self, node: usize) -> usize {
         self.places
@@ -231,6 +243,18 @@ mod tests {
         assert_eq!(l.node_place(1), 4);
         assert_eq!(l.whole(), 5);
         assert_eq!(l.places()[5].cpus, 6);
+    }
+
+    #[test]
+    fn round_robin_takes_one_core_of_each_node_in_turn() {
+        // Nodes of 3, 1 and 2 cores: places 0-2, 4, 6-7 (node places 3, 5, 8).
+        let l = Layout::new(&[vec![1, 1, 1], vec![1], vec![1, 1]]);
+        assert_eq!(l.round_robin_cores(), vec![0, 4, 6, 1, 7, 2]);
+        let mut sorted = l.round_robin_cores();
+        sorted.sort_unstable();
+        assert_eq!(sorted, l.all_cores().collect::<Vec<_>>(), "every core once");
+        // One node: the cores in order.
+        assert_eq!(Layout::uniform(1, 3).round_robin_cores(), vec![0, 1, 2]);
     }
 
     #[test]

@@ -89,7 +89,10 @@ pub struct LearnPolicy {
     cfg: LearnConfig,
     rng: ChaCha8Rng,
     aspiration: Aspiration,
-    /// Every core place, in layout order: the round-robin sequence.
+    /// Every core place, one of each node in turn: the round-robin
+    /// sequence ([`Layout::round_robin_cores`]; node by node, 40 threads
+    /// started on 2 x 14 cores put 26 on the first node and left Linux,
+    /// once it took over, threads away from their memory).
     cores: Vec<usize>,
     /// Per node, the actions of its threads: its core places, then its
     /// node place (unless `node_action` is off).
@@ -155,7 +158,7 @@ impl LearnPolicy {
     /// [`LearnConfig::validate`]; out-of-range values are not rejected here
     /// but can only make learning useless, never panic.
     pub fn new(layout: Layout, cfg: LearnConfig, seed: u64) -> Self {
-        let cores = layout.all_cores().collect();
+        let cores = layout.round_robin_cores();
         let node_actions = (0..layout.nodes())
             .map(|node| {
                 let whole_node = cfg.node_action.then(|| layout.node_place(node));
@@ -968,10 +971,11 @@ mod tests {
         let mut policy = LearnPolicy::new(layout, papers(), 1);
         let threads = samples(&[1, 2, 3, 4, 5], None);
         let decision = policy.decide(&input(0, &threads, false));
-        assert_eq!(decision.place, vec![0, 1, 3, 4, 0]);
+        // One core of each node in turn.
+        assert_eq!(decision.place, vec![0, 3, 1, 4, 0]);
         assert!(decision.utility.iter().all(|u| u.is_nan()));
         assert_eq!(policy.pla(1).unwrap().actions(), &[0, 1, 2]);
-        assert_eq!(policy.pla(3).unwrap().actions(), &[3, 4, 5]);
+        assert_eq!(policy.pla(2).unwrap().actions(), &[3, 4, 5]);
         assert_eq!(policy.numa_state(4).unwrap().node, 1);
         assert_eq!(policy.numa_state(5).unwrap().node, 0);
 
@@ -979,7 +983,7 @@ mod tests {
         // their node.
         let threads = samples(&[1, 2, 3, 4, 5, 6], Some(0.5));
         let decision = policy.decide(&input(1, &threads, false));
-        assert_eq!(decision.place[5], 1);
+        assert_eq!(decision.place[5], 3);
         for (key, &place) in (1..=5).zip(&decision.place) {
             assert!(policy.pla(key).unwrap().actions().contains(&place));
         }
@@ -1239,8 +1243,8 @@ mod tests {
 
     #[test]
     fn a_numa_migration_gives_a_fresh_strategy_on_the_new_node() {
-        // Node 0 is slow for its threads, node 1 has no thread: with zeta = 1
-        // someone tries node 1 on the first tick after being measured.
+        // Node 0 is slow for its threads: with zeta = 1 one of them tries
+        // node 1 on the first tick after being measured.
         let cfg = LearnConfig {
             guard: GuardConfig {
                 enabled: false,
@@ -1253,33 +1257,52 @@ mod tests {
             ..papers()
         };
         let layout = Layout::new(&[vec![1, 1, 1], vec![1, 1]]); // node 0: 0 1 2 | 3; node 1: 4 5 | 6
+        let actions = [vec![0, 1, 2, 3], vec![4, 5, 6]];
         let mut policy = LearnPolicy::new(layout, cfg, 8);
-        let keys = [1, 2];
-        let threads = samples(&keys, Some(0.3));
-        // Round-robin puts both threads on node 0 (cores 0 and 1).
-        assert_eq!(policy.decide(&input(0, &threads, false)).place, vec![0, 1]);
-        assert_eq!(policy.numa_state(1).unwrap().node, 0);
-        assert_eq!(policy.numa_state(2).unwrap().node, 0);
+        let keys = [1, 2, 3];
+        // Node 0's threads run at 0.3, node 1's at 0.9.
+        let mut threads = samples(&keys, Some(0.3));
+        threads[1].speed = Some(0.9);
+        // Round-robin takes one core of each node in turn.
+        assert_eq!(policy.decide(&input(0, &threads, false)).place, vec![0, 4, 1]);
+        let before: Vec<usize> = keys.iter().map(|&k| policy.numa_state(k).unwrap().node).collect();
+        assert_eq!(before, vec![0, 1, 0]);
+        let mut places = Vec::new();
         for period in 1..20 {
-            policy.decide(&input(period, &threads, false));
+            places = policy.decide(&input(period, &threads, false)).place;
         }
         let decision = policy.decide(&input(20, &threads, true));
-        let movers: Vec<ThreadKey> = keys
-            .iter()
-            .copied()
-            .filter(|&k| policy.numa_state(k).unwrap().node == 1)
+        let movers: Vec<usize> = (0..keys.len())
+            .filter(|&slot| policy.numa_state(keys[slot]).unwrap().node != before[slot])
             .collect();
         assert_eq!(movers.len(), 1, "exactly one thread migrates");
-        let mover = movers[0];
+        let slot = movers[0];
+        assert_eq!(before[slot], 0, "a thread of the slow node");
+        let (mover, to) = (keys[slot], 1);
         let pla = policy.pla(mover).unwrap();
-        assert_eq!(pla.actions(), &[4, 5, 6]);
+        assert_eq!(pla.actions(), &actions[to][..]);
         assert_eq!(pla.ubar(), None, "strategy reset");
-        assert_eq!(pla.x(), Pla::new(vec![4, 5, 6], 0, cfg.pla).x());
-        let slot = keys.iter().position(|&k| k == mover).unwrap();
+        // The least crowded core of its new node (the lowest on a tie),
+        // taken without drawing.
+        let crowd = |core: usize| {
+            places
+                .iter()
+                .enumerate()
+                .filter(|&(other, &p)| other != slot && p == core)
+                .count()
+        };
+        let cores = &actions[to][..actions[to].len() - 1];
+        let least = *cores.iter().min_by_key(|&&core| (crowd(core), core)).unwrap();
         assert_eq!(
-            decision.place[slot], 4,
-            "least crowded core of node 1, taken without drawing"
+            pla.x(),
+            Pla::new(
+                actions[to].clone(),
+                cores.iter().position(|&c| c == least).unwrap(),
+                cfg.pla
+            )
+            .x()
         );
+        assert_eq!(decision.place[slot], least, "least crowded core of its new node");
         let levels: AspirationLevels = policy.numa_state(mover).unwrap().levels.unwrap();
         assert!(
             (levels.rho - 0.3).abs() < 1e-12,
@@ -1288,7 +1311,7 @@ mod tests {
         // The mover learns on its new node from then on.
         for period in 21..40 {
             let decision = policy.decide(&input(period, &threads, false));
-            assert!([4, 5, 6].contains(&decision.place[slot]));
+            assert!(actions[to].contains(&decision.place[slot]));
         }
     }
 
@@ -1473,14 +1496,14 @@ mod tests {
     fn load_on_a_node_sends_threads_to_cores_their_siblings_hold_on_another_at_a_numa_tick() {
         // Two nodes of two cores (places 0 1 | 3 4); another program
         // weighs 4 on each core of node 0 and 1 on each of node 1. Round
-        // robin puts threads 1 5 on core 0, 2 6 on core 1 (a sixth of a
-        // core each), 3 on core 3 and 4 on core 4 (half each). Inside a
-        // node nothing gains; across, a second thread on core 3 gets a
-        // third and the program gains there more than it loses on core 0:
-        // at the NUMA tick, threads 1 and 2 cross, and no more (the last
-        // of a core would leave it to the load). Not where a remote cost
-        // of 2 halves the promise, not with `across_nodes` off, not while
-        // the program spins in waiting code.
+        // robin puts threads 1 5 on core 0 (a sixth of a core each), 3 on
+        // core 1 (a fifth), 2 6 on core 3 (a third each) and 4 on core 4
+        // (half). Inside a node nothing gains; across, a second thread on
+        // core 4 gets a third and the program gains there more than it
+        // loses on core 0: at the NUMA tick, thread 1 crosses, and no more
+        // (the last of a core would leave it to the load). Not where a
+        // remote cost of 2 halves the promise, not with `across_nodes`
+        // off, not while the program spins in waiting code.
         let load = [4.0, 4.0, 0.0, 1.0, 1.0];
         let run = |cfg: LearnConfig, remote_cost: f64, waiting: Option<f64>| {
             let mut policy = LearnPolicy::new(Layout::uniform(2, 2), cfg, 11).assuming_remote_cost(remote_cost);
@@ -1492,7 +1515,7 @@ mod tests {
                 input.waiting = waiting;
                 let decision = policy.decide(&input);
                 if period == 0 {
-                    assert_eq!(decision.place, vec![0, 1, 3, 4, 0, 1], "round robin");
+                    assert_eq!(decision.place, vec![0, 3, 1, 4, 0, 3], "round robin");
                 } else if period < 4 {
                     moved_before_tick += places.iter().zip(&decision.place).filter(|(a, b)| a != b).count();
                 }
@@ -1516,10 +1539,10 @@ mod tests {
         };
         let (moved, places, nodes) = run(cfg, 1.0, None);
         assert_eq!(moved, 0, "inside a node nothing gains");
-        assert_eq!(places, vec![3, 4, 3, 4, 0, 1]);
-        // (node, home): the movers' memory stays where they first ran.
-        assert_eq!(nodes, vec![(1, 0), (1, 0), (1, 1), (1, 1), (0, 0), (0, 0)]);
-        let stay = vec![0, 1, 3, 4, 0, 1];
+        assert_eq!(places, vec![4, 3, 1, 4, 0, 3]);
+        // (node, home): the mover's memory stays where it first ran.
+        assert_eq!(nodes, vec![(1, 0), (1, 1), (0, 0), (1, 1), (0, 0), (1, 1)]);
+        let stay = vec![0, 3, 1, 4, 0, 3];
         assert_eq!(run(cfg, 2.0, None).1, stay, "a remote cost of 2");
         let off = LearnConfig {
             crowd: CrowdConfig {

@@ -1,0 +1,27 @@
+# Lists the cells of two sets of `pinlearn sim` JSON files side by side, the NEW set's worst learn / os first:
+# learn / os and regret (completion over the better of os and static) in both, and static / os in the new one.
+# Files DIR/NAME-MACHINE-SESSION-WORKLOAD.json as the loop of docs/simulator.md writes them (SIM_DIR, default /tmp/simc).
+# usage: python3 THIS BASE NEW [ROWS]
+import json, glob, os, statistics as st, sys
+SIM_DIR = os.environ.get('SIM_DIR', '/tmp/simc')
+def load(cfg):
+    cells = {}
+    for f in sorted(glob.glob(f'{SIM_DIR}/{cfg}-*.json')):
+        machine = os.path.basename(f)[len(cfg) + 1:-5]
+        if not machine[:1].isdigit():  # another set whose name starts with this one's
+            continue
+        t = {}
+        for r in json.load(open(f))['runs']:
+            t.setdefault((r['scenario'], r['scheduler']), []).append(r['completion_s'])
+        for s in {k[0] for k in t}:
+            cells[(machine, s)] = tuple(st.median(t[(s, k)]) for k in ('os', 'static', 'learn'))
+    return cells
+base, new = load(sys.argv[1]), load(sys.argv[2])
+rows = []
+for k in sorted(set(base) & set(new)):
+    (o, s, l), (o0, s0, l0) = new[k], base[k]
+    rows.append((l / o, k, l0 / o0, l / min(o, s), l0 / min(o0, s0), s / o))
+rows.sort(reverse=True)
+print(f"cell  learn/os ({sys.argv[2]}, {sys.argv[1]})  regret ({sys.argv[2]}, {sys.argv[1]})  static/os ({sys.argv[2]})")
+for r in rows[:int(sys.argv[3]) if len(sys.argv) > 3 else 12]:
+    print("%-28s %-4s %.3f %.3f  %.3f %.3f  %.3f" % (r[1][0], r[1][1], r[0], r[2], r[3], r[4], r[5]))
