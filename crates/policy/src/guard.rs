@@ -66,6 +66,9 @@
 //!        again, until Linux's window score moves by more than
 //!        `replay_change` from the one it lost to, or the learner's
 //!        threads change (`learner_changed`);
+//!        such a held probe, when it comes, ends after its first
+//!        HOPELESS_PERIODS scored periods if they average below
+//!        HOPELESS_SHARE of Linux's level and it still moved no thread;
 //!        after k of the learner's probes in a row tied with Linux (within
 //!        `margin` either way) while it moved no thread, at least 2^k
 //!        (up to `max_gap`) of Linux's windows (`tie_backoff`), until a
@@ -275,6 +278,17 @@ const LEARNER_DROP: f64 = 0.75;
 /// Linux's barrier threads scored 7.9, 8.4, 8.9, 9.5, 10.7 in the windows
 /// after one), so one window of it would be scored in the turmoil.
 const LINUX_CATCH_UP_WINDOWS: u32 = 2;
+
+/// A probe of a learner that replays places lost twice in a row ends once
+/// this many of its periods were scored below [`HOPELESS_SHARE`] of Linux
+/// ([`Guard::probe_is_hopeless`]).
+const HOPELESS_PERIODS: u32 = 2;
+
+/// See [`HOPELESS_PERIODS`]. The held round-robin pin of 256 threads that
+/// spin at barriers, beside a load that moves between nodes, scored 1-25
+/// against Linux's 55-75 in each of its probes (sim, 8x32 `barrier-spin` D),
+/// every `max_gap` windows.
+const HOPELESS_SHARE: f64 = 0.5;
 
 /// Who places the threads during a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -567,6 +581,24 @@ impl Guard {
         CatchUp::GoesOn
     }
 
+    /// The learner's probe in progress replays places that lost twice in a
+    /// row (it moved no thread in them, nor so far in this one) and its
+    /// scored periods, [`HOPELESS_PERIODS`] of them, average below
+    /// [`HOPELESS_SHARE`] of Linux's level: it ends there, scored on them.
+    /// A learner still moving threads is left its whole window (its threads
+    /// settle beside their memory, and its score climbs within the window).
+    fn probe_is_hopeless(&self) -> bool {
+        self.window_arm == Arm::Learn
+            && self.champion == Arm::Os
+            && self.settled_losses >= 2
+            && self.settled
+            && self.count >= HOPELESS_PERIODS
+            && self.window_period < self.cfg.window.max(2)
+            && self.before.is_some_and(|before| {
+                before > 0.0 && self.sum / f64::from(self.count) < HOPELESS_SHARE * self.linux_level(before)
+            })
+    }
+
     /// Where the threads ran at the end of the Linux window that just ended
     /// is Linux's own placement, to hand back at the start of its next
     /// window ([`HandBack`]): Linux is champion, or the window was a probe
@@ -626,7 +658,7 @@ impl Guard {
         }
         let window_ends = self.window_period >= self.cfg.window.max(2);
         let linux_window_ends = window_ends && self.window_arm == Arm::Os;
-        if window_ends {
+        if window_ends || self.probe_is_hopeless() {
             self.close_window();
         }
         self.linux_own_window_ended = linux_window_ends && self.linux_window_is_its_own();
@@ -1503,6 +1535,43 @@ mod tests {
             |period| if period % 12 < 6 { 0.96 } else { 1.04 },
         );
         assert!(held.len() <= 9, "{held:?}");
+    }
+
+    /// The lengths (periods) of the learner's windows in 3000 periods where
+    /// Linux makes 1 and the learner `learner`, moving no thread if
+    /// `settled`.
+    fn learner_window_lengths(settled: bool, learner: f64) -> Vec<usize> {
+        let mut guard = Guard::new(GuardConfig::default());
+        let (mut lengths, mut last) = (Vec::new(), None);
+        for period in 0..3000 {
+            let progress = last.map(|arm| if arm == Arm::Learn { learner } else { 1.0 });
+            let arm = guard.next(progress, Signs::default());
+            guard.placed(&ONE_THREAD, &[if settled { 0 } else { period % 2 }]);
+            match (arm, last) {
+                (Arm::Learn, Some(Arm::Learn)) => *lengths.last_mut().unwrap() += 1,
+                (Arm::Learn, _) => lengths.push(1),
+                _ => {}
+            }
+            last = Some(arm);
+        }
+        lengths
+    }
+
+    #[test]
+    fn a_held_probe_far_below_linux_ends_after_two_scored_periods() {
+        let window = GuardConfig::default().window as usize;
+        // Two whole probes lost while the learner moved nothing; the later
+        // ones, held for max_gap, end after their unscored period and two
+        // scored ones at a fifth of Linux.
+        let hopeless = learner_window_lengths(true, 0.2);
+        assert!(hopeless.len() >= 4, "{hopeless:?}");
+        assert_eq!(&hopeless[..2], &[window, window], "{hopeless:?}");
+        assert!(hopeless[2..].iter().all(|&n| n == 1 + 2), "{hopeless:?}");
+        // Not where the learner still moves threads, nor above half of Linux.
+        let moving = learner_window_lengths(false, 0.2);
+        assert!(moving.iter().all(|&n| n == window), "{moving:?}");
+        let close = learner_window_lengths(true, 0.6);
+        assert!(close.len() >= 4 && close.iter().all(|&n| n == window), "{close:?}");
     }
 
     /// The learner window starts of a learner that ties with Linux (both
