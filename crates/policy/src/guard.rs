@@ -565,8 +565,8 @@ impl Guard {
             None if self.earlier.is_some_and(|earlier| learner < earlier * LEARNER_DROP) => 0,
             None => return CatchUp::Ended(score),
             Some((added, best)) => {
-                self.probe_rebalanced = true;
                 if now <= best * (1.0 + self.cfg.margin) {
+                    self.probe_rebalanced = true;
                     return CatchUp::Ended(Some(now.max(best)));
                 }
                 added
@@ -587,13 +587,13 @@ impl Guard {
     /// [`HOPELESS_SHARE`] of Linux's level: it ends there, scored on them.
     /// A learner still moving threads is left its whole window (its threads
     /// settle beside their memory, and its score climbs within the window).
+    /// Asked before the window's last period, which closes it anyway.
     fn probe_is_hopeless(&self) -> bool {
         self.window_arm == Arm::Learn
             && self.champion == Arm::Os
             && self.settled_losses >= 2
             && self.settled
             && self.count >= HOPELESS_PERIODS
-            && self.window_period < self.cfg.window.max(2)
             && self.before.is_some_and(|before| {
                 before > 0.0 && self.sum / f64::from(self.count) < HOPELESS_SHARE * self.linux_level(before)
             })
@@ -1474,26 +1474,36 @@ mod tests {
         change_every: Option<usize>,
         linux: impl Fn(usize) -> f64,
     ) -> Vec<usize> {
+        let arms = window_arms(cfg, settled, learner, change_every, linux);
+        (0..arms.len())
+            .filter(|&period| arms[period] == Arm::Learn && (period == 0 || arms[period - 1] != Arm::Learn))
+            .collect()
+    }
+
+    /// The arm of each of 3000 periods in the run [`window_starts`]
+    /// describes; Linux is champion at its end.
+    fn window_arms(
+        cfg: GuardConfig,
+        settled: bool,
+        learner: impl Fn(f64) -> f64,
+        change_every: Option<usize>,
+        linux: impl Fn(usize) -> f64,
+    ) -> Vec<Arm> {
         let mut guard = Guard::new(cfg);
-        let mut starts = Vec::new();
-        let mut last: Option<Arm> = None;
+        let mut arms: Vec<Arm> = Vec::with_capacity(3000);
         for period in 0..3000 {
-            let progress = last.map(|arm| match arm {
+            let progress = arms.last().map(|arm| match arm {
                 Arm::Learn => learner(linux(period)),
                 Arm::Os => linux(period),
             });
-            let arm = guard.next(progress, Signs::default());
+            arms.push(guard.next(progress, Signs::default()));
             guard.placed(&ONE_THREAD, &[if settled { 0 } else { period % 2 }]);
             if change_every.is_some_and(|every| period % every == 0) {
                 guard.learner_changed();
             }
-            if arm == Arm::Learn && last != Some(Arm::Learn) {
-                starts.push(period);
-            }
-            last = Some(arm);
         }
         assert_eq!(guard.champion(), Arm::Os);
-        starts
+        arms
     }
 
     #[test]
@@ -1541,20 +1551,11 @@ mod tests {
     /// Linux makes 1 and the learner `learner`, moving no thread if
     /// `settled`.
     fn learner_window_lengths(settled: bool, learner: f64) -> Vec<usize> {
-        let mut guard = Guard::new(GuardConfig::default());
-        let (mut lengths, mut last) = (Vec::new(), None);
-        for period in 0..3000 {
-            let progress = last.map(|arm| if arm == Arm::Learn { learner } else { 1.0 });
-            let arm = guard.next(progress, Signs::default());
-            guard.placed(&ONE_THREAD, &[if settled { 0 } else { period % 2 }]);
-            match (arm, last) {
-                (Arm::Learn, Some(Arm::Learn)) => *lengths.last_mut().unwrap() += 1,
-                (Arm::Learn, _) => lengths.push(1),
-                _ => {}
-            }
-            last = Some(arm);
-        }
-        lengths
+        let arms = window_arms(GuardConfig::default(), settled, |_| learner, None, |_| 1.0);
+        arms.chunk_by(|a, b| a == b)
+            .filter(|run| run[0] == Arm::Learn)
+            .map(<[Arm]>::len)
+            .collect()
     }
 
     #[test]
