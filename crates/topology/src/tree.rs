@@ -201,12 +201,12 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// This machine, as hwloc sees it (only the CPUs this process may use).
+    /// This machine, as hwloc sees it (only the CPUs this process may use),
+    /// read without changing the calling thread's CPU mask
+    /// ([`this_machine`]).
     pub fn detect() -> Result<Self, TopologyError> {
         let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let hwloc = hwlocality::Topology::new().map_err(|error| TopologyError::Detect {
-            reason: error.to_string(),
-        })?;
+        let hwloc = this_machine().map_err(|reason| TopologyError::Detect { reason })?;
         Self::from_hwloc(&hwloc, "hwloc: this machine".to_string())
     }
 
@@ -215,13 +215,10 @@ impl Topology {
     /// hwloc finds (L5 down to L1, data or unified), summed; `None` when
     /// hwloc knows no cache size (some virtual machines and containers).
     /// For sizing data that must not fit in the caches (`pinlearn work
-    /// stream`). hwloc's x86 component is left out: it binds the calling
-    /// thread to each CPU in turn to read CPUID and then restores the mask
-    /// it found, which undoes a pin that pinlearn set meanwhile on a
-    /// supervised program's thread; Linux's sysfs gives the cache sizes.
+    /// stream`), read as [`Topology::detect`] reads the machine.
     pub fn detect_last_level_cache_bytes() -> Option<u64> {
         let _hwloc = HWLOC.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let hwloc = TopologyBuilder::new().without_component("x86").ok()?.build().ok()?;
+        let hwloc = this_machine().ok()?;
         let sizes = |ty: ObjectType| -> Option<u64> {
             let total: u64 = hwloc
                 .objects_with_type(ty)
@@ -924,6 +921,21 @@ fn numa_latency_ratio(hwloc: &hwlocality::Topology) -> Option<f64> {
         }
     }
     (pairs > 0).then(|| sum / pairs as f64)
+}
+
+/// This machine through hwloc, without its x86 component: that component
+/// binds the calling thread to each CPU in turn to read CPUID, then restores
+/// the mask it found, which undoes a pin that pinlearn sets meanwhile on
+/// that thread (a workload under `pinlearn run` reading the machine as it
+/// starts, an in-process manager starting in one of a program's threads).
+/// On Linux hwloc reads the NUMA nodes, cores, caches and packages from
+/// sysfs. The caller holds [`HWLOC`].
+fn this_machine() -> Result<hwlocality::Topology, String> {
+    TopologyBuilder::new()
+        .without_component("x86")
+        .map_err(|error| error.to_string())?
+        .build()
+        .map_err(|error| error.to_string())
 }
 
 /// Held around every use of hwloc in this process, so that no other

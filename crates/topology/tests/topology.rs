@@ -637,3 +637,50 @@ fn the_last_level_caches_are_at_least_cpu_0s_deepest_cache() {
         None => println!("this machine's sysfs reports no cache sizes; nothing to compare"),
     }
 }
+
+/// The CPUs a thread may run on, as /proc says (`Cpus_allowed_list`).
+fn allowed_cpus(status: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(status).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+        .map(|list| list.trim().to_string())
+}
+
+#[test]
+fn reading_this_machine_never_changes_the_calling_thread_s_cpus() {
+    // hwloc's x86 component binds the calling thread to each CPU in turn
+    // (and restores its mask after), which undoes a pin set meanwhile: a
+    // second thread watches the mask of the one reading the machine.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, mpsc};
+    let done = Arc::new(AtomicBool::new(false));
+    let (status_tx, status_rx) = mpsc::channel();
+    let reader = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let me = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+            status_tx
+                .send(std::path::Path::new("/proc").join(me).join("status"))
+                .unwrap();
+            for _ in 0..20 {
+                Topology::detect().unwrap();
+                Topology::detect_last_level_cache_bytes();
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    let status = status_rx.recv().unwrap();
+    let before = allowed_cpus(&status).expect("the reader's status");
+    let mut seen = std::collections::BTreeSet::new();
+    while !done.load(Ordering::SeqCst) {
+        if let Some(now) = allowed_cpus(&status) {
+            seen.insert(now);
+        }
+    }
+    reader.join().unwrap();
+    seen.remove(&before);
+    assert!(
+        seen.is_empty(),
+        "the reading thread was moved from CPUs {before} to {seen:?}"
+    );
+}
