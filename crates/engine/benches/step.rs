@@ -64,12 +64,7 @@ fn decide(c: &mut Criterion) {
         let layout = Layout::uniform(nodes, cores);
         let mut policy = LearnPolicy::new(layout, LearnConfig::default(), 1);
         let samples: Vec<ThreadSample> = (0..threads as u64)
-            .map(|k| ThreadSample {
-                key: k,
-                speed: Some(0.5 + (k % 7) as f64 * 0.05),
-                share: None,
-                grain_s: None,
-            })
+            .map(|k| ThreadSample::of(k, Some(0.5 + (k % 7) as f64 * 0.05)))
             .collect();
         let mut period = 0u64;
         group.bench_with_input(
@@ -79,16 +74,8 @@ fn decide(c: &mut Criterion) {
                 b.iter(|| {
                     period += 1;
                     policy.decide(&PeriodInput {
-                        period,
-                        time_s: period as f64 * 0.05,
-                        threads: &samples,
                         numa_tick: period.is_multiple_of(40),
-                        progress: None,
-                        waiting: None,
-                        queued: None,
-                        cores: None,
-                        bubbles: None,
-                        wake_slice_s: None,
+                        ..PeriodInput::of(period, period as f64 * 0.05, &samples)
                     })
                 })
             },

@@ -656,12 +656,7 @@ mod tests {
 
     impl Target for FakeTarget {
         fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
-            samples.extend(self.threads.iter().map(|&(key, speed)| ThreadSample {
-                key,
-                speed,
-                share: None,
-                grain_s: None,
-            }));
+            samples.extend(self.threads.iter().map(|&(key, speed)| ThreadSample::of(key, speed)));
             Ok(())
         }
         fn place(&mut self, key: ThreadKey, place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {

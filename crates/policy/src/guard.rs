@@ -1450,12 +1450,7 @@ mod tests {
     }
 
     /// One thread, for [`Guard::placed`].
-    const ONE_THREAD: [crate::ThreadSample; 1] = [crate::ThreadSample {
-        key: 1,
-        speed: None,
-        share: None,
-        grain_s: None,
-    }];
+    const ONE_THREAD: [crate::ThreadSample; 1] = [crate::ThreadSample::of(1, None)];
 
     /// The periods that start a learner window when Linux makes
     /// `linux(period)` and the learner 0.8; the learner keeps its thread on
@@ -1937,12 +1932,7 @@ mod tests {
 
     fn samples(keys: &[ThreadKey]) -> Vec<crate::ThreadSample> {
         keys.iter()
-            .map(|&key| crate::ThreadSample {
-                key,
-                speed: Some(1.0),
-                share: None,
-                grain_s: None,
-            })
+            .map(|&key| crate::ThreadSample::of(key, Some(1.0)))
             .collect()
     }
 

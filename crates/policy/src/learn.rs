@@ -919,28 +919,13 @@ mod tests {
     use crate::{PlaceKind, ThreadSample};
 
     fn samples(keys: &[ThreadKey], speed: Option<f64>) -> Vec<ThreadSample> {
-        keys.iter()
-            .map(|&key| ThreadSample {
-                key,
-                speed,
-                share: None,
-                grain_s: None,
-            })
-            .collect()
+        keys.iter().map(|&key| ThreadSample::of(key, speed)).collect()
     }
 
     fn input(period: u64, threads: &[ThreadSample], numa_tick: bool) -> PeriodInput<'_> {
         PeriodInput {
-            period,
-            time_s: period as f64 * 0.05,
-            threads,
             numa_tick,
-            progress: None,
-            waiting: None,
-            queued: None,
-            cores: None,
-            bubbles: None,
-            wake_slice_s: None,
+            ..PeriodInput::of(period, period as f64 * 0.05, threads)
         }
     }
 
@@ -1218,20 +1203,7 @@ mod tests {
     #[test]
     fn one_core_and_silent_threads_are_handled() {
         let mut policy = LearnPolicy::new(Layout::uniform(1, 1), papers(), 3);
-        let threads = vec![
-            ThreadSample {
-                key: 1,
-                speed: None,
-                share: None,
-                grain_s: None,
-            },
-            ThreadSample {
-                key: 2,
-                speed: Some(0.5),
-                share: None,
-                grain_s: None,
-            },
-        ];
+        let threads = vec![ThreadSample::of(1, None), ThreadSample::of(2, Some(0.5))];
         for period in 0..100 {
             let decision = policy.decide(&input(period, &threads, true));
             assert!(decision.place.iter().all(|&p| p == 0 || p == 1), "{decision:?}");
@@ -1336,20 +1308,7 @@ mod tests {
         let mut moved = false;
         let mut place_of_idle = first.place[0];
         for period in 1..100 {
-            let threads = vec![
-                ThreadSample {
-                    key: 1,
-                    speed: None,
-                    share: None,
-                    grain_s: None,
-                },
-                ThreadSample {
-                    key: 2,
-                    speed: Some(0.5),
-                    share: None,
-                    grain_s: None,
-                },
-            ];
+            let threads = vec![ThreadSample::of(1, None), ThreadSample::of(2, Some(0.5))];
             let decision = policy.decide(&input(period, &threads, false));
             assert_eq!(
                 decision.place[0], place_of_idle,
@@ -1411,12 +1370,7 @@ mod tests {
             // Thread 1 is slow on its node: aspiration would move it.
             let threads: Vec<ThreadSample> = keys
                 .iter()
-                .map(|&key| ThreadSample {
-                    key,
-                    speed: Some(if key == 1 { 0.1 } else { 1.0 }),
-                    share: None,
-                    grain_s: None,
-                })
+                .map(|&key| ThreadSample::of(key, Some(if key == 1 { 0.1 } else { 1.0 })))
                 .collect();
             let decision = policy.decide(&input(period, &threads, true));
             assert_eq!(nodes(&decision), start, "period {period}");

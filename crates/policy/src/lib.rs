@@ -142,6 +142,19 @@ pub struct BubbleInput<'a> {
     pub processes: &'a [u32],
 }
 
+impl ThreadSample {
+    /// Thread `key` measured at `speed`, nothing else known of it (its
+    /// share of its runnable time, its run time between sleeps).
+    pub const fn of(key: ThreadKey, speed: Option<f64>) -> Self {
+        ThreadSample {
+            key,
+            speed,
+            share: None,
+            grain_s: None,
+        }
+    }
+}
+
 impl<'a> PeriodInput<'a> {
     /// Period `period` at `time_s` with only the threads' samples: no NUMA
     /// tick, and nothing else measured or declared.

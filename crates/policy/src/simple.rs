@@ -105,14 +105,7 @@ mod tests {
     use crate::ThreadSample;
 
     fn samples(keys: &[ThreadKey]) -> Vec<ThreadSample> {
-        keys.iter()
-            .map(|&key| ThreadSample {
-                key,
-                speed: Some(0.5),
-                share: None,
-                grain_s: None,
-            })
-            .collect()
+        keys.iter().map(|&key| ThreadSample::of(key, Some(0.5))).collect()
     }
 
     fn input(threads: &[ThreadSample]) -> PeriodInput<'_> {
@@ -124,24 +117,9 @@ mod tests {
         let layout = Layout::uniform(2, 3);
         let mut os = OsPolicy::new(layout.clone());
         let threads = vec![
-            ThreadSample {
-                key: 1,
-                speed: Some(0.5),
-                share: None,
-                grain_s: None,
-            },
-            ThreadSample {
-                key: 2,
-                speed: None,
-                share: None,
-                grain_s: None,
-            },
-            ThreadSample {
-                key: 3,
-                speed: Some(-1.0),
-                share: None,
-                grain_s: None,
-            },
+            ThreadSample::of(1, Some(0.5)),
+            ThreadSample::of(2, None),
+            ThreadSample::of(3, Some(-1.0)),
         ];
         let decision = os.decide(&input(&threads));
         assert_eq!(decision.place, vec![layout.whole(); 3]);

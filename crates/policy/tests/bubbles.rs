@@ -305,12 +305,7 @@ fn with_bubbles<'a>(
 
 fn samples(keys: &[u64], quiet: &[u64]) -> Vec<ThreadSample> {
     keys.iter()
-        .map(|&key| ThreadSample {
-            key,
-            speed: (!quiet.contains(&key)).then_some(0.9),
-            share: None,
-            grain_s: None,
-        })
+        .map(|&key| ThreadSample::of(key, (!quiet.contains(&key)).then_some(0.9)))
         .collect()
 }
 

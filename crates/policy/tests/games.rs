@@ -85,16 +85,8 @@ fn one_automaton_leaves_a_core_that_slowed_down() {
 
 fn input(period: u64, threads: &[ThreadSample], numa_tick: bool) -> PeriodInput<'_> {
     PeriodInput {
-        period,
-        time_s: period as f64 * 0.05,
-        threads,
         numa_tick,
-        progress: None,
-        waiting: None,
-        queued: None,
-        cores: None,
-        bubbles: None,
-        wake_slice_s: None,
+        ..PeriodInput::of(period, period as f64 * 0.05, threads)
     }
 }
 
@@ -149,12 +141,7 @@ fn free_core_game(cfg: LearnConfig, seed: u64, periods: u64) -> (LearnPolicy, us
     let mut on_free_core = 0;
     for period in 0..periods {
         let speed = speed_on(place) * (1.0 + noise.random_range(-0.02..0.02));
-        let threads = [ThreadSample {
-            key: 7,
-            speed: Some(speed),
-            share: None,
-            grain_s: None,
-        }];
+        let threads = [ThreadSample::of(7, Some(speed))];
         place = policy.decide(&input(period, &threads, false)).place[0];
         if period >= periods - 100 && place == 2 {
             on_free_core += 1;
@@ -210,12 +197,7 @@ fn play_shared_cores(objective: Objective, seed: u64) -> (usize, usize) {
         let threads: Vec<ThreadSample> = shared_cores_speeds(&places)
             .into_iter()
             .zip(0..)
-            .map(|(speed, key)| ThreadSample {
-                key,
-                speed: Some(speed * (1.0 + noise.random_range(-0.02..0.02))),
-                share: None,
-                grain_s: None,
-            })
+            .map(|(speed, key)| ThreadSample::of(key, Some(speed * (1.0 + noise.random_range(-0.02..0.02)))))
             .collect();
         places = policy.decide(&input(period, &threads, false)).place;
         if period >= 3800 {
@@ -289,12 +271,7 @@ fn run_numa_game(seed: u64) -> Vec<Decision> {
                     } else {
                         1.0
                     };
-                    ThreadSample {
-                        key,
-                        speed: Some(slow_node / crowd[place] as f64),
-                        share: None,
-                        grain_s: None,
-                    }
+                    ThreadSample::of(key, Some(slow_node / crowd[place] as f64))
                 })
                 .collect();
             let decision = policy.decide(&input(period, &threads, period % 20 == 19));
@@ -336,12 +313,7 @@ fn thousands_of_threads_on_two_nodes() {
         let threads: Vec<ThreadSample> = keys
             .iter()
             .filter(|&&k| period < 20 || k != 0)
-            .map(|&key| ThreadSample {
-                key,
-                speed: (key % 10 != 0).then_some(0.2 + (key % 7) as f64 * 0.1),
-                share: None,
-                grain_s: None,
-            })
+            .map(|&key| ThreadSample::of(key, (key % 10 != 0).then_some(0.2 + (key % 7) as f64 * 0.1)))
             .collect();
         let tick = period % 5 == 4;
         let decision = policy.decide(&input(period, &threads, tick));

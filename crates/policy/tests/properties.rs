@@ -88,8 +88,8 @@ proptest! {
         let cfg = LearnConfig { objective, reset_on_exit, guard, ..LearnConfig::default() };
         let mut policy = LearnPolicy::new(layout.clone(), cfg, seed);
         for (period, (live, numa_tick)) in periods.into_iter().enumerate() {
-            let threads: Vec<ThreadSample> = live.into_iter().map(|(key, speed)| ThreadSample { key, speed, share: None, grain_s: None }).collect();
-            let input = PeriodInput { period: period as u64, time_s: period as f64, threads: &threads, numa_tick, progress: None, waiting: None, queued: None, cores: None, bubbles: None, wake_slice_s: None };
+            let threads: Vec<ThreadSample> = live.into_iter().map(|(key, speed)| ThreadSample::of(key, speed)).collect();
+            let input = PeriodInput { numa_tick, ..PeriodInput::of(period as u64, period as f64, &threads) };
             let decision = policy.decide(&input);
             prop_assert_eq!(decision.place.len(), threads.len());
             prop_assert_eq!(decision.utility.len(), threads.len());

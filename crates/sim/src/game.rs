@@ -508,37 +508,11 @@ mod tests {
         use pinlearn_policy::ThreadSample;
         let mut policy = FixedPolicy::new("best-static", HashMap::from([(1, 3), (2, 0)]), 9);
         let threads = [
-            ThreadSample {
-                key: 1,
-                speed: Some(0.5),
-                share: None,
-                grain_s: None,
-            },
-            ThreadSample {
-                key: 2,
-                speed: None,
-                share: None,
-                grain_s: None,
-            },
-            ThreadSample {
-                key: 7,
-                speed: Some(1.0),
-                share: None,
-                grain_s: None,
-            },
+            ThreadSample::of(1, Some(0.5)),
+            ThreadSample::of(2, None),
+            ThreadSample::of(7, Some(1.0)),
         ];
-        let decision = policy.decide(&PeriodInput {
-            period: 0,
-            time_s: 0.0,
-            threads: &threads,
-            numa_tick: false,
-            progress: None,
-            waiting: None,
-            queued: None,
-            cores: None,
-            bubbles: None,
-            wake_slice_s: None,
-        });
+        let decision = policy.decide(&PeriodInput::of(0, 0.0, &threads));
         assert_eq!(decision.place, vec![3, 0, 9]);
         assert_eq!(decision.utility[0], 0.5);
         assert!(decision.utility[1].is_nan());

@@ -811,12 +811,7 @@ mod tests {
 
     #[test]
     fn rates_become_speeds_relative_to_a_fading_peak() {
-        let sample = |key| pinlearn_policy::ThreadSample {
-            key,
-            speed: None,
-            share: None,
-            grain_s: None,
-        };
+        let sample = |key| pinlearn_policy::ThreadSample::of(key, None);
         let speeds = |samples: &[pinlearn_policy::ThreadSample]| samples.iter().map(|s| s.speed).collect::<Vec<_>>();
         let mut peak = FadingPeak::default();
         let mut samples = vec![sample(1), sample(2)];
