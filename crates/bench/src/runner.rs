@@ -7,7 +7,7 @@
 //!        │                         started, stopped (SIGSTOP/SIGCONT) and     user's job, own autogroup)
 //!        │                         killed on the scenario's load schedule
 //!        ▼
-//!   managed:  pinlearn run --policy P [--objective O] [--metric M] --json SUMMARY [--cpus L] [--trace F]
+//!   managed:  pinlearn run --end-with-pinlearn --policy P [--objective O] [--metric M] --json SUMMARY [--cpus L] [--trace F]
 //!                 [--config F] [--topology S [--topology-map L]] [--bubbles F] [--preload PARTS]
 //!                 -- pinlearn work W ARGS --threads N --json - --quiet
 //!              (--command: -- CMD ARGS with THREADS_ENV=N; its stdout is dropped)
@@ -183,8 +183,11 @@ impl Runner {
             tempfile::NamedTempFile::new().map_err(|e| format!("cannot create a temporary file: {e}"))?;
         match spec.placement {
             Placement::Managed(scheduler) => {
+                // The workload ends with its `pinlearn run`, which ends
+                // with the bench (below), killed or not.
                 command
                     .arg("run")
+                    .arg("--end-with-pinlearn")
                     .args(scheduler.run_options())
                     .arg("--json")
                     .arg(summary_file.path());

@@ -190,6 +190,10 @@ pub struct RunArgs {
     /// Stop supervising after DUR (the program runs on, unpinned).
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// The program is killed (SIGKILL) if pinlearn ends before it, however
+    /// pinlearn ends, killed included (by default it runs on, unpinned).
+    #[arg(long, conflicts_with = "duration")]
+    pub end_with_pinlearn: bool,
     /// Load pinlearn's preload library into the program: `heartbeats` (a beat
     /// per OpenMP region piece and barrier passed, and per
     /// pthread_barrier_wait), `threads` (its thread-creation tree as nested

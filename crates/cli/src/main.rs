@@ -70,6 +70,9 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                     .map_err(|e| EngineError::io("cannot find the pinlearn binary beside its preload library", e))?;
                 preload.apply(&mut command, &pinlearn_engine::preload::library(&pinlearn)?);
             }
+            if run.end_with_pinlearn {
+                pinlearn_engine::live::end_with_caller(&mut command);
+            }
             note(&run.common, &session);
             let summary = pinlearn_engine::supervise::run(&session, command, run.duration)?;
             print_summary(&run.common, &summary)?;

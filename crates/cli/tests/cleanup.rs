@@ -173,3 +173,108 @@ fn a_second_manager_on_the_same_process_is_refused() {
     manager.wait().expect("reap the manager");
     assert_eq!(common::masks(pid), before);
 }
+
+/// Every descendant of `pid`, children first.
+fn descendants_of(pid: u32) -> Vec<u32> {
+    let mut found = children_of(pid);
+    let mut next = 0;
+    while next < found.len() {
+        let more = children_of(found[next]);
+        found.extend(more);
+        next += 1;
+    }
+    found
+}
+
+#[test]
+fn run_s_program_ends_with_pinlearn_when_asked_killed_or_not() {
+    for (flag, signal) in [(true, libc::SIGKILL), (true, libc::SIGTERM), (false, libc::SIGKILL)] {
+        let mut args = vec!["run", "--policy", "os", "--quiet"];
+        if flag {
+            args.push("--end-with-pinlearn");
+        }
+        args.extend(["--", "sleep", "60"]);
+        let mut manager = pinlearn()
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run");
+        let mut program = Vec::new();
+        wait_until(Duration::from_secs(10), || {
+            program = children_of(manager.id())
+                .into_iter()
+                .filter(|&p| command_line(p).starts_with("sleep"))
+                .collect();
+            !program.is_empty()
+        });
+        let [sleep] = program[..] else {
+            panic!("one sleep under pinlearn run: {program:?}");
+        };
+        // SAFETY: kill(2) on our own child, not reaped yet.
+        assert_eq!(unsafe { libc::kill(manager.id() as libc::pid_t, signal) }, 0);
+        manager.wait().expect("reap pinlearn");
+        if flag {
+            wait_until(Duration::from_secs(5), || !running(sleep));
+        } else {
+            std::thread::sleep(Duration::from_secs(1));
+            assert!(running(sleep), "signal {signal}: without the flag the program runs on");
+            sigkill(sleep);
+        }
+    }
+}
+
+#[test]
+fn a_bench_killed_mid_run_leaves_no_workload_running() {
+    // The program of a managed run is a grandchild: `pinlearn bench` ─►
+    // `pinlearn run` ─► the program. It used to run on, unpinned, once the
+    // bench was stopped by SIGTERM. The program here takes 1 s the first
+    // time (the bench's calibration run) and 60 s after (the managed run).
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let marker = dir.path().join("calibrated");
+    let command = format!(
+        "sh -c 'if [ -e {0} ]; then exec sleep 60; else touch {0}; exec sleep 1; fi'",
+        marker.display()
+    );
+    let mut bench = pinlearn()
+        .args([
+            "bench",
+            "--command",
+            &command,
+            "--scenarios",
+            "C.1",
+            "--schedulers",
+            "learn",
+            "--repeat",
+            "1",
+            "--quiet",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bench");
+    let mut program = Vec::new();
+    wait_until(Duration::from_secs(30), || {
+        program = descendants_of(bench.id())
+            .into_iter()
+            .filter(|&p| command_line(p).starts_with("sleep 60"))
+            .collect();
+        !program.is_empty()
+    });
+    // SAFETY: kill(2) on our own child, not reaped yet.
+    assert_eq!(unsafe { libc::kill(bench.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    bench.wait().expect("reap the bench");
+    for &pid in &program {
+        let outlived = || running(pid);
+        let started = std::time::Instant::now();
+        while outlived() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if outlived() {
+            sigkill(pid);
+            panic!("the managed run's program (PID {pid}) outlived the bench");
+        }
+    }
+}
