@@ -696,6 +696,7 @@ mod tests {
                 speed: Some(1.0),
                 share: Some(1.0),
                 grain_s: None,
+                worked: None,
             });
             Ok(())
         }

@@ -1,14 +1,17 @@
 //! Cost of one `LearnPolicy::decide` step with every speed and run share
 //! known, from a small machine to a 256-core two-node one, for both ways
 //! threads move: crowd moves (the default), every thread waking between
-//! short rounds beside another group's load, and the automata's draws. The
+//! short rounds beside another group's load, with and without the pooled
+//! moves (`pooled`: every thread works as much as its run share lets it,
+//! so after 2 spans of 40 periods the learner takes the threads for a
+//! pool), and the automata's draws. The
 //! guard is off, so every step is the learner's own (with the guard on,
 //! Linux's windows return early and cost next to nothing), and the policy
 //! has already run a few periods so every automaton learns (no fresh
 //! threads).
 //!
 //! ```text
-//!   (threads, nodes x cores) x (drawn | crowd) ─► 3 warm-up steps ─► timed steps
+//!   (threads, nodes x cores) x (drawn | crowd | pooled) ─► 3 warm-up steps (pooled: 100) ─► timed steps
 //! ```
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -16,7 +19,11 @@ use pinlearn_policy::{GuardConfig, Layout, LearnConfig, LearnPolicy, Moves, Peri
 
 fn decide(c: &mut Criterion) {
     let mut group = c.benchmark_group("decide");
-    for moves in [Moves::Drawn, Moves::Crowd] {
+    for (way, moves, pooled) in [
+        ("drawn", Moves::Drawn, false),
+        ("crowd", Moves::Crowd, false),
+        ("pooled", Moves::Crowd, true),
+    ] {
         for (threads, nodes, cores_per_node) in [(64, 1, 2), (64, 1, 16), (1024, 2, 128)] {
             let layout = Layout::uniform(nodes, cores_per_node);
             let cfg = LearnConfig {
@@ -38,6 +45,7 @@ fn decide(c: &mut Criterion) {
                         // Every thread sleeps between short rounds beside
                         // another group's load: the crowd's wake-ups count.
                         grain_s: Some(0.3e-3),
+                        worked: pooled.then_some(speed),
                     }
                 })
                 .collect();
@@ -50,13 +58,9 @@ fn decide(c: &mut Criterion) {
                 period += 1;
                 policy.decide(&input)
             };
-            for _ in 0..3 {
+            for _ in 0..if pooled { 100 } else { 3 } {
                 step(&mut policy);
             }
-            let way = match moves {
-                Moves::Drawn => "drawn",
-                Moves::Crowd => "crowd",
-            };
             let label = format!("{threads}x{}", nodes * cores_per_node);
             group.bench_function(BenchmarkId::new(way, label), |b| b.iter(|| step(&mut policy)));
         }

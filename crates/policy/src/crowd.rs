@@ -25,6 +25,12 @@
 //!        p_c* > s · (1 + margin) ?  move there, k updated at once
 //!                                   (so two threads never rush to one core)
 //!        else stay
+//!   4. where the threads pool their work (`Pooling`: the CPU time each
+//!      works follows its run share; not so for threads that meet at
+//!      barriers) and `pooled_moves` is on, each thread that did not move,
+//!      most crowded first: the core of its area where the program gains most,
+//!        P_c(k_c + 1) − P_c(k_c) > P_a(k_a) − P_a(k_a − 1) + margin ?
+//!          move there, whatever the thread itself gets
 //! ```
 //!
 //! The papers' automata draw a new place at random every period and
@@ -50,6 +56,18 @@
 //! threads of a program ended on one CPU). Selfish moves alone are the
 //! papers' game; the veto keeps the ones that do not cost the program.
 //!
+//! Pooled work: a pipeline's stages draw from shared queues and
+//! independent tasks from a shared amount of work, so what the program
+//! gets counts, not what each thread gets. Beside another session's load a
+//! thread alone on a loaded core gets less than a crowded free core gives
+//! it, so step 3 never sends one there and the program leaves such cores
+//! unused (simulated 4x8 `pipeline` C.2: 95 s against the round-robin pin's
+//! 85 s). Step 4 sends it; the veto of step 3 then keeps it there. Threads
+//! that meet at barriers must not go: the one sent becomes the laggard all
+//! wait for. They are told apart by what they work: at a barrier every
+//! thread works a round per round whatever its share, so the uncrowded ones
+//! sleep; in a pool a crowded thread works less.
+//!
 //! Wake-ups: where the others on a core run in another scheduling group
 //! (another session under autogroup, another CPU cgroup), Linux shares the
 //! core between the groups, and each of the program's threads that wakes
@@ -69,6 +87,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
+use crate::ThreadKey;
 use crate::layout::Layout;
 
 /// Settings of crowd-directed moves (`[learn.crowd]`).
@@ -90,6 +111,11 @@ pub struct CrowdConfig {
     /// promise more than the remote cost takes (`learn.rs`); off: only the
     /// NUMA level moves threads between nodes, one per NUMA period.
     pub across_nodes: bool,
+    /// Where the threads' measurements say they pool their work
+    /// ([`Pooling`]), a thread also moves where it loses and the program
+    /// gains by `margin` of a core more than it loses where the thread
+    /// leaves; off: only the selfish moves.
+    pub pooled_moves: bool,
 }
 
 impl Default for CrowdConfig {
@@ -99,6 +125,7 @@ impl Default for CrowdConfig {
             forget_s: 5.0,
             wake_share: WAKE_SHARE,
             across_nodes: true,
+            pooled_moves: true,
         }
     }
 }
@@ -197,6 +224,137 @@ impl Naps {
     }
 }
 
+/// Whether a program's threads pool their work (a pipeline's stages
+/// drawing from shared queues, independent tasks) or meet at barriers,
+/// from what every thread measures: where threads pool, the CPU time a
+/// thread works follows its run share (a crowded thread does less); where
+/// they meet at barriers, every thread works a round per round whatever its
+/// share (the uncrowded ones sleep while they wait for the laggard). Within
+/// a round the uncrowded ones are ahead, so each thread's time worked is
+/// summed over spans of [`POOLING_SPAN`] periods, longer than the rounds
+/// of the barrier programs measured.
+///
+/// ```text
+///   per thread, over a span: mean run share s, CPU time worked c
+///   at the end of a span with 4+ threads measured in most of its periods
+///   and shares that spread (standard deviation >= MIN_SHARE_SPREAD):
+///     r = correlation(s, c) over them              (0 where c is the same)
+///     r̄ ← r̄ + POOLING_RATE · (r − r̄)               (the first r as it is)
+///   pooled = POOLING_SPANS such spans seen and r̄ >= POOLED_CORRELATION
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pooling {
+    /// Per thread in the span so far: its shares' sum and count, its CPU
+    /// time worked and the periods of it.
+    span: BTreeMap<ThreadKey, SpanSums>,
+    periods: u32,
+    correlation: Option<f64>,
+    spans: u32,
+}
+
+/// One thread's sums over a span ([`Pooling`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct SpanSums {
+    shares: f64,
+    shared: u32,
+    worked: f64,
+    periods: u32,
+}
+
+/// Periods summed before the shares and times worked are compared.
+const POOLING_SPAN: u32 = 40;
+/// Spans with spread shares before [`Pooling::pooled`] may say yes.
+const POOLING_SPANS: u32 = 2;
+/// Weight of each new span's correlation in the running average.
+const POOLING_RATE: f64 = 0.25;
+/// The averaged correlation above which the threads pool their work.
+const POOLED_CORRELATION: f64 = 0.7;
+/// CPU-seconds per second: times worked that spread less than this are
+/// the same.
+const MIN_WORKED_SPREAD: f64 = 1e-6;
+/// Run shares that spread less than this say nothing of what follows them.
+const MIN_SHARE_SPREAD: f64 = 0.05;
+
+impl Pooling {
+    /// Adds a period: `(thread, run share, CPU time worked per second)` of
+    /// every awake thread measured; a thread hardly runnable has no share
+    /// but still its (small) time worked: leaving those periods out would
+    /// count a thread that sleeps at barriers only when it works.
+    pub fn record(&mut self, measured: &[(ThreadKey, Option<f64>, f64)]) {
+        for &(key, share, worked) in measured {
+            if !worked.is_finite() {
+                continue;
+            }
+            let sums = self.span.entry(key).or_default();
+            sums.worked += worked;
+            sums.periods += 1;
+            if let Some(share) = share.filter(|s| s.is_finite()) {
+                sums.shares += share;
+                sums.shared += 1;
+            }
+        }
+        self.periods += 1;
+        if self.periods < POOLING_SPAN {
+            return;
+        }
+        let span = std::mem::take(&mut self.span);
+        self.periods = 0;
+        let threads: Vec<(f64, f64)> = span
+            .values()
+            .filter(|sums| 2 * sums.periods > POOLING_SPAN && sums.shared > 0)
+            .map(|sums| {
+                (
+                    sums.shares / f64::from(sums.shared),
+                    sums.worked / f64::from(sums.periods),
+                )
+            })
+            .collect();
+        let n = threads.len() as f64;
+        if threads.len() < 4 {
+            return;
+        }
+        let (share_mean, worked_mean) = threads
+            .iter()
+            .fold((0.0, 0.0), |(s, w), &(share, worked)| (s + share / n, w + worked / n));
+        let (mut share_var, mut worked_var, mut covariance) = (0.0, 0.0, 0.0);
+        for &(share, worked) in &threads {
+            share_var += (share - share_mean).powi(2);
+            worked_var += (worked - worked_mean).powi(2);
+            covariance += (share - share_mean) * (worked - worked_mean);
+        }
+        if (share_var / n).sqrt() < MIN_SHARE_SPREAD {
+            return;
+        }
+        // Times worked that do not spread at all follow nothing (and a
+        // correlation of rounding errors would be any number).
+        let r = if (worked_var / n).sqrt() >= MIN_WORKED_SPREAD {
+            covariance / (share_var * worked_var).sqrt()
+        } else {
+            0.0
+        };
+        self.correlation = Some(match self.correlation {
+            Some(average) => average + POOLING_RATE * (r - average),
+            None => r,
+        });
+        self.spans = self.spans.saturating_add(1);
+    }
+
+    /// Linux placed the threads meanwhile: the span so far is dropped. A
+    /// barrier program's threads are mid-round when the places change, and
+    /// those the learner's places leave uncrowded work off that lag in its
+    /// first periods, more than their siblings: spans across such changes
+    /// showed them working a fifth more and took a barrier for a pool.
+    pub fn interrupt(&mut self) {
+        self.span.clear();
+        self.periods = 0;
+    }
+
+    /// The threads pool their work, as far as the spans seen say.
+    pub fn pooled(&self) -> bool {
+        self.spans >= POOLING_SPANS && self.correlation.is_some_and(|r| r >= POOLED_CORRELATION)
+    }
+}
+
 /// Every node's cores, in layout order: the learner's areas.
 pub fn node_areas(layout: &Layout) -> Vec<Vec<usize>> {
     (0..layout.nodes())
@@ -210,6 +368,9 @@ pub struct Crowd {
     /// Per place (indexed like `Layout::places`): others' weight and when
     /// it was measured.
     others: Vec<Option<(f64, f64)>>,
+    /// The program's threads pool their work ([`Pooling`]): a thread also
+    /// moves where it loses and the program gains.
+    pub pooled: bool,
 }
 
 impl Crowd {
@@ -351,7 +512,7 @@ impl Crowd {
         // program's share of a core is at most 1): most cores are passed
         // over on it alone, without working out their promise.
         let mut cap: Vec<f64> = crowd.iter().map(|&k| 1.0 / (k as f64 + 1.0)).collect();
-        for (share, index) in order {
+        for &(share, index) in &order {
             let occupant = occupants[index];
             let Some(area) = areas.get(occupant.area) else {
                 continue;
@@ -409,7 +570,92 @@ impl Crowd {
                 placed[index] = core;
             }
         }
+        if self.pooled {
+            self.pooled_moves(
+                cfg,
+                areas,
+                occupants,
+                &order,
+                &others,
+                (&mut crowd, &mut wakes),
+                &mut placed,
+                |index, core| is_core(core) && cost(index, core) <= 1.0,
+            );
+        }
         placed
+    }
+
+    /// Where the program's threads pool their work, a thread that has not
+    /// moved goes where the program gains by `margin` of a core more than
+    /// it loses where the thread leaves, whatever the thread gets there: a
+    /// thread alone on a core another session loads gets less than a
+    /// crowded free core gives it, so no thread goes there for itself, and
+    /// the program leaves that core unused. The selfish moves' veto keeps it
+    /// there (leaving would cost the program what it gained).
+    #[allow(clippy::too_many_arguments)]
+    fn pooled_moves(
+        &self,
+        cfg: &CrowdConfig,
+        areas: &[Vec<usize>],
+        occupants: &[Occupant],
+        order: &[(f64, usize)],
+        others: &[f64],
+        (crowd, wakes): (&mut [usize], &mut [f64]),
+        placed: &mut [usize],
+        may_go: impl Fn(usize, usize) -> bool,
+    ) {
+        let program = |place: usize, k: usize, w: f64| program_share(k, w, others[place], cfg.wake_share);
+        // What the program could still gain on each core at most (its share
+        // of a core is at most 1): most cores, and most threads, are passed
+        // over on it alone.
+        let mut room: Vec<f64> = (0..crowd.len())
+            .map(|core| 1.0 - program(core, crowd[core], wakes[core]))
+            .collect();
+        let mut most_room = room.iter().copied().fold(0.0, f64::max);
+        let margin = cfg.margin.max(0.0);
+        for &(_, index) in order {
+            let occupant = occupants[index];
+            let from = occupant.place;
+            if most_room <= margin {
+                break;
+            }
+            if placed[index] != from || occupant.asleep || from >= crowd.len() || crowd[from] == 0 {
+                continue;
+            }
+            let Some(area) = areas.get(occupant.area) else {
+                continue;
+            };
+            let wake = occupant.wakes.clamp(0.0, 1.0);
+            let (k, w) = (crowd[from], wakes[from]);
+            let loss = program(from, k, w) - program(from, k - 1, (w - wake).max(0.0));
+            let mut best = None;
+            let mut bar = loss + margin;
+            if most_room <= bar {
+                continue;
+            }
+            for &core in area {
+                if core >= crowd.len() || room[core] <= bar || core == from || !may_go(index, core) {
+                    continue;
+                }
+                let gained =
+                    program(core, crowd[core] + 1, wakes[core] + wake) - program(core, crowd[core], wakes[core]);
+                if gained > bar {
+                    best = Some(core);
+                    bar = gained;
+                }
+            }
+            if let Some(core) = best {
+                crowd[from] -= 1;
+                wakes[from] = (wakes[from] - wake).max(0.0);
+                crowd[core] += 1;
+                wakes[core] += wake;
+                placed[index] = core;
+                for place in [from, core] {
+                    room[place] = 1.0 - program(place, crowd[place], wakes[place]);
+                }
+                most_room = room.iter().copied().fold(0.0, f64::max);
+            }
+        }
     }
 }
 
@@ -574,6 +820,126 @@ mod tests {
         let mut idle = Crowd::default();
         idle.moves(&layout, &cfg, &areas, &[at(0, Some(1.0))], 10.0);
         assert_eq!(idle.next_forgetting(11.0, &cfg, &on_core_1), None);
+    }
+
+    #[test]
+    fn where_threads_pool_their_work_one_goes_to_a_loaded_core_it_loses_by() {
+        // One node of four cores: cores 0 and 1 carry another program's
+        // load (a thread alone there measured a quarter of the core), cores
+        // 2 and 3 hold two of the program's threads each.
+        let layout = Layout::uniform(1, 4);
+        let cfg = CrowdConfig::default();
+        let areas = node_areas(&layout);
+        let mut crowd = Crowd::default();
+        crowd.moves(&layout, &cfg, &areas, &[at(0, Some(0.25)), at(1, Some(0.25))], 0.0);
+        let pairs = [at(2, Some(0.5)), at(2, Some(0.5)), at(3, Some(0.5)), at(3, Some(0.5))];
+        // Each alone on a loaded core would get 0.25 against 0.5 now: no
+        // thread goes for itself.
+        assert_eq!(
+            crowd.clone().moves(&layout, &cfg, &areas, &pairs, 1.0),
+            vec![2, 2, 3, 3]
+        );
+        // Pooled: the program gains a quarter of a core on each loaded core
+        // and loses nothing on the free ones.
+        let mut pooled = Crowd {
+            pooled: true,
+            ..crowd.clone()
+        };
+        assert_eq!(pooled.moves(&layout, &cfg, &areas, &pairs, 1.0), vec![0, 2, 1, 3]);
+        // There, the veto keeps them: leaving would cost the program the
+        // quarter it gained, though each would run twice as fast.
+        let spread = [at(0, Some(0.25)), at(2, Some(1.0)), at(1, Some(0.25)), at(3, Some(1.0))];
+        assert_eq!(pooled.moves(&layout, &cfg, &areas, &spread, 2.0), vec![0, 2, 1, 3]);
+        // A gain below the margin (a core whose load leaves a thread 0.1)
+        // is not worth a move.
+        let mut heavy = Crowd {
+            pooled: true,
+            ..Crowd::default()
+        };
+        heavy.moves(&layout, &cfg, &areas, &[at(0, Some(0.1)), at(1, Some(0.1))], 0.0);
+        assert_eq!(heavy.moves(&layout, &cfg, &areas, &pairs, 1.0), vec![2, 2, 3, 3]);
+    }
+
+    /// `periods` periods of four threads, two crowded (share 0.4) and two not
+    /// (share 1.0), each working `worked(share)` CPU-seconds per second.
+    fn pooling_after(periods: u32, worked: impl Fn(f64) -> f64) -> Pooling {
+        let mut pooling = Pooling::default();
+        for period in 0..periods {
+            // Measurement noise, the same for every run of the test.
+            let noise = |key: u64| 1.0 + 0.02 * (((period as u64 * 7 + key * 13) % 5) as f64 - 2.0);
+            let measured: Vec<(ThreadKey, Option<f64>, f64)> = [0.4, 0.4, 1.0, 1.0]
+                .iter()
+                .zip(1u64..)
+                .map(|(&share, key)| (key, Some(share), worked(share) * noise(key)))
+                .collect();
+            pooling.record(&measured);
+        }
+        pooling
+    }
+
+    #[test]
+    fn threads_pool_their_work_where_what_they_work_follows_their_share() {
+        let spans = POOLING_SPAN * POOLING_SPANS;
+        // Independent work or a pipeline's bottleneck stage: always runnable.
+        assert!(pooling_after(spans, |share| share).pooled());
+        assert!(!pooling_after(spans - 1, |share| share).pooled(), "too soon to tell");
+        // Threads at a barrier: everyone works what the laggards work.
+        assert!(!pooling_after(4 * spans, |_| 0.4).pooled());
+        // Shares that do not spread tell nothing.
+        let mut alike = Pooling::default();
+        for _ in 0..spans {
+            alike.record(&[
+                (1, Some(0.5), 0.5),
+                (2, Some(0.5), 0.5),
+                (3, Some(0.5), 0.5),
+                (4, Some(0.5), 0.2),
+            ]);
+        }
+        assert!(!alike.pooled());
+        // Nor do three threads.
+        let mut three = Pooling::default();
+        for _ in 0..spans {
+            three.record(&[(1, Some(0.4), 0.4), (2, Some(1.0), 1.0), (3, Some(1.0), 1.0)]);
+        }
+        assert!(!three.pooled());
+    }
+
+    #[test]
+    fn a_span_that_linux_s_window_interrupts_is_dropped() {
+        let mut pooling = pooling_after(POOLING_SPAN * POOLING_SPANS - 1, |share| share);
+        pooling.interrupt();
+        let one = [
+            (1, Some(0.4), 0.4),
+            (2, Some(0.4), 0.4),
+            (3, Some(1.0), 1.0),
+            (4, Some(1.0), 1.0),
+        ];
+        pooling.record(&one);
+        assert!(!pooling.pooled(), "the last span started over");
+        for _ in 1..POOLING_SPAN {
+            pooling.record(&one);
+        }
+        assert!(pooling.pooled());
+    }
+
+    #[test]
+    fn a_thread_hardly_runnable_in_a_period_still_counts_what_it_worked() {
+        // Threads at a barrier whose uncrowded ones slept through every
+        // other period (no run share then): counted only when measured,
+        // they would seem to work twice what the laggards do.
+        let mut pooling = Pooling::default();
+        for period in 0..POOLING_SPAN * POOLING_SPANS * 2 {
+            let asleep = period % 2 == 0;
+            let free = |key| {
+                if asleep {
+                    (key, None, 0.0)
+                } else {
+                    (key, Some(1.0), 0.8)
+                }
+            };
+            pooling.record(&[(1, Some(0.4), 0.4), (2, Some(0.41), 0.4), free(3), free(4)]);
+        }
+        assert!(!pooling.pooled());
     }
 
     #[test]

@@ -36,7 +36,10 @@
 //!            (crowd.rs): stay, or go where the measurements promise more,
 //!            inside the thread's node; on a NUMA tick (across_nodes) also
 //!            to a core of another node the program holds, the promise
-//!            divided by the remote cost away from the thread's home
+//!            divided by the remote cost away from the thread's home;
+//!            where the threads pool their work (Pooling: what each works
+//!            follows its run share, over spans of the learner's own
+//!            periods), also where the program gains though the thread loses
 //!          moves = "drawn": place_i = fresh ? pla.current() : pla.choose(rng)
 //!            (cores only while the guard finds Linux blind: its last
 //!            window lost to the learner's by more than `decisive`)
@@ -68,7 +71,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState, kept_on};
 use crate::config::{LearnConfig, Moves, Start};
-use crate::crowd::{Crowd, Naps, Occupant, node_areas, wake_weight};
+use crate::crowd::{Crowd, Naps, Occupant, Pooling, node_areas, wake_weight};
 use crate::guard::{Arm, Guard, GuardStats, HandBack, Signs};
 use crate::layout::Layout;
 use crate::objective::{Objective, sanitise_speed};
@@ -110,6 +113,9 @@ pub struct LearnPolicy {
     after_os: bool,
     /// What the threads measured of each core (`moves = "crowd"`).
     crowd: Crowd,
+    /// Whether the threads pool their work, from their run shares and the
+    /// CPU time each works (`moves = "crowd"`).
+    pooling: Pooling,
     /// Every node's cores: where crowd moves may take a thread.
     node_cores: Vec<Vec<usize>>,
     /// The learner has placed threads at least once.
@@ -179,6 +185,7 @@ impl LearnPolicy {
             hand_back: HandBack::default(),
             after_os: false,
             crowd: Crowd::default(),
+            pooling: Pooling::default(),
             node_cores,
             started: false,
             leaving_on_trial: false,
@@ -576,6 +583,19 @@ impl LearnPolicy {
     /// ([`Crowd::moves`]). Nothing measured in the OS's window counts: it
     /// was not on the learner's places.
     fn crowd_moves(&mut self, input: &PeriodInput<'_>, after_os: bool) -> Vec<usize> {
+        if after_os {
+            self.pooling.interrupt();
+        } else {
+            let measured: Vec<(ThreadKey, Option<f64>, f64)> = self
+                .threads
+                .iter()
+                .zip(input.threads)
+                .filter(|(thread, _)| !thread.fresh && !thread.naps.asleep())
+                .filter_map(|(_, sample)| Some((sample.key, crate::crowd::usable(sample.share), sample.worked?)))
+                .collect();
+            self.pooling.record(&measured);
+            self.crowd.pooled = self.cfg.crowd.pooled_moves && self.pooling.pooled();
+        }
         let occupants: Vec<Occupant> = self
             .threads
             .iter()
@@ -1116,6 +1136,7 @@ mod tests {
             speed: Some(1.0),
             share: Some(1.0),
             grain_s: None,
+            worked: None,
         };
         let (two, three) = ([sample(1), sample(2)], [sample(1), sample(2), sample(3)]);
         let mut learner = 0;
@@ -1441,6 +1462,7 @@ mod tests {
                     speed: share,
                     share,
                     grain_s: None,
+                    worked: None,
                 }
             })
             .collect()
@@ -1591,6 +1613,7 @@ mod tests {
             speed: share,
             share,
             grain_s: None,
+            worked: None,
         };
         let third = Some(1.0 / 3.0);
         // Returns the period at which a worker joined thread 2 on core 1.
@@ -1690,6 +1713,7 @@ mod tests {
                     speed: Some(share),
                     share: Some(share),
                     grain_s: None,
+                    worked: None,
                 })
                 .collect();
             let wants = policy.wants_cores();

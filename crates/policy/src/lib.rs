@@ -73,6 +73,13 @@ pub struct ThreadSample {
     /// [`PeriodInput::wake_slice_s`] it tells how much of a core shared
     /// with another scheduling group the thread takes at its wake-ups.
     pub grain_s: Option<f64>,
+    /// CPU-seconds per second the thread ran working code over the period
+    /// (all of its run time where the target does not tell waiting code
+    /// from work): a thread that meets its siblings at barriers works a
+    /// round per round whatever its run share, one that pools its work
+    /// with them works as much as its share lets it ([`crate::crowd::Pooling`]).
+    /// `None` where the target cannot tell.
+    pub worked: Option<f64>,
 }
 
 /// Everything a policy gets for one core-level period.
@@ -151,6 +158,7 @@ impl ThreadSample {
             speed,
             share: None,
             grain_s: None,
+            worked: None,
         }
     }
 }

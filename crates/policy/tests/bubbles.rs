@@ -848,6 +848,7 @@ fn bubbles_and_learning_move_a_thread_off_a_loaded_core_inside_its_bubble_s_node
                         speed: Some(0.5),
                         share,
                         grain_s: None,
+                        worked: None,
                     })
                     .collect();
                 policy
@@ -1006,6 +1007,7 @@ fn numa_run_on(
                     speed,
                     share,
                     grain_s: None,
+                    worked: None,
                 }
             })
             .collect();

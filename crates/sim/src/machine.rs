@@ -382,6 +382,9 @@ pub struct SimMachine {
     /// The measurement noise of the threads' run shares, drawn apart from
     /// `rng` so that what the model does never depends on what is measured.
     share_rng: ChaCha8Rng,
+    /// The noise of the CPU time worked, apart from the speeds' and the
+    /// shares' (adding it left their draws as they were).
+    worked_rng: ChaCha8Rng,
     completion: Option<f64>,
     /// Nominal core-seconds each core gave to application threads.
     app_cpu_s: Vec<f64>,
@@ -493,6 +496,7 @@ impl SimMachine {
             last_queued: None,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51a7_0000_0001),
             share_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51a7_0000_0002),
+            worked_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51a7_0000_0003),
             completion: None,
             app_cpu_s: vec![0.0; m],
             background_cpu_s: vec![0.0; m],
@@ -1199,6 +1203,15 @@ impl SimMachine {
         (runnable >= MIN_RUNNABLE_SHARE * elapsed && runnable > 0.0).then(|| acc.cpu_s / runnable)
     }
 
+    /// CPU-seconds spent working (not spinning, not paying a migration).
+    fn worked(acc: &Accumulated) -> f64 {
+        if acc.instructions > 0.0 {
+            acc.cpu_s * (acc.work / acc.instructions).min(1.0)
+        } else {
+            acc.cpu_s
+        }
+    }
+
     fn speed_of(&self, acc: &Accumulated, elapsed: f64) -> Option<f64> {
         let run_share = Self::run_share(acc, elapsed);
         match self.params.metric {
@@ -1277,6 +1290,7 @@ impl Target for SimMachine {
                 speed,
                 share,
                 grain_s: self.grain_seen.filter(|_| index < self.program.workers()),
+                worked: elapsed.map(|e| noisy(&mut self.worked_rng, self.params.noise, Self::worked(&acc) / e)),
             });
         }
         self.last_samples.clone_from(samples);

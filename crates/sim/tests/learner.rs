@@ -284,3 +284,32 @@ fn beside_another_session_threads_that_sleep_between_rounds_share_its_cores() {
     let learn = completion(&pipeline, "B.2", PolicyChoice::Learn);
     assert!(learn <= 1.02 * pin, "pipeline B.2: learn {learn:.1} s, pin {pin:.1} s");
 }
+
+#[test]
+fn where_a_pipeline_pools_its_work_threads_go_to_loaded_cores_for_the_program() {
+    // One stage thread per core, cores in turn loaded by another session
+    // (C.2). A thread alone on a loaded core gets less than a crowded free
+    // core gives it, so none goes there for itself and the program leaves
+    // those cores unused. Its threads' CPU time follows their run shares
+    // (a pool, not a barrier), so a thread is sent where the program gains:
+    // 77.1 s, against 86.3 s without pooled moves and the pin's 80.0 s
+    // (`pinlearn sim --scenarios C.2 --seeds 1 --workload pipeline
+    // --load-session own`, with and without configs/pooled-moves-off.toml).
+    let pipeline = papers_machine(WorkloadKind::Pipeline, LoadSession::Own);
+    let pin = completion(&pipeline, "C.2", PolicyChoice::Static);
+    let learn = completion(&pipeline, "C.2", PolicyChoice::Learn);
+    let mut selfish = pipeline.clone();
+    selfish.settings.learn.crowd.pooled_moves = false;
+    let selfish = completion(&selfish, "C.2", PolicyChoice::Learn);
+    assert!(
+        learn <= pin && learn < 0.95 * selfish,
+        "learn {learn:.1} s, without pooled moves {selfish:.1} s, the pin {pin:.1} s"
+    );
+    // Threads that meet at barriers are no pool: the same cell of blocking
+    // barriers runs as with pooled moves off.
+    let barrier = papers_machine(WorkloadKind::Barrier, LoadSession::Own);
+    let learn = completion(&barrier, "C.2", PolicyChoice::Learn);
+    let mut selfish = barrier.clone();
+    selfish.settings.learn.crowd.pooled_moves = false;
+    assert_eq!(learn, completion(&selfish, "C.2", PolicyChoice::Learn), "barrier C.2");
+}

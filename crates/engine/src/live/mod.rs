@@ -757,17 +757,17 @@ impl LiveProcess {
         }
         for (&key, thread) in self.threads.iter_mut().filter(|(_, thread)| !thread.left_to_program) {
             let pid = thread.who.pid;
-            let (cpu_share, ran_ns) = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
+            let (cpu_share, ran_ns, read) = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
                 Some(Ok(share)) => {
                     measured.waited_ns += thread.schedstat.as_ref().map_or(0, Schedstat::waited_ns);
-                    (share, thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns))
+                    (share, thread.schedstat.as_ref().map_or(0, Schedstat::ran_ns), true)
                 }
                 Some(Err(_)) if thread_ended(pid, thread.who.tid) => {
                     gone.push(thread.who.tid);
                     continue;
                 }
                 // Alive but unreadable this time: no speed, nothing forgotten.
-                Some(Err(_)) | None => (None, 0),
+                Some(Err(_)) | None => (None, 0, false),
             };
             measured.ran_ns += ran_ns;
             // The share of its recent samples in working code, when sampled.
@@ -853,11 +853,13 @@ impl LiveProcess {
                 thread.grain = groups::Grain::default();
                 None
             };
+            let worked = read.then(|| ran_ns as f64 / period_ns * work_share.unwrap_or(1.0));
             samples.push(ThreadSample {
                 key,
                 speed,
                 share: cpu_share,
                 grain_s,
+                worked,
             });
         }
         if !gone.is_empty() {
