@@ -66,9 +66,8 @@ fn the_demo_load_and_workload_end_with_the_demo_on_every_signal() {
         assert!(!status.success(), "signal {signal}: {status:?}");
         for &helper in &helpers {
             let what = command_line(helper);
-            wait_until(Duration::from_secs(10), || !running(helper));
             assert!(
-                !running(helper),
+                ends_within(helper, Duration::from_secs(10)),
                 "signal {signal}: {what} (PID {helper}) outlived the demo"
             );
         }
@@ -174,6 +173,18 @@ fn a_second_manager_on_the_same_process_is_refused() {
     assert_eq!(common::masks(pid), before);
 }
 
+/// Whether `pid` is gone (or a zombie) within `timeout`.
+fn ends_within(pid: u32, timeout: Duration) -> bool {
+    let started = std::time::Instant::now();
+    while running(pid) {
+        if started.elapsed() >= timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 /// Every descendant of `pid`, children first.
 fn descendants_of(pid: u32) -> Vec<u32> {
     let mut found = children_of(pid);
@@ -216,7 +227,10 @@ fn run_s_program_ends_with_pinlearn_when_asked_killed_or_not() {
         assert_eq!(unsafe { libc::kill(manager.id() as libc::pid_t, signal) }, 0);
         manager.wait().expect("reap pinlearn");
         if flag {
-            wait_until(Duration::from_secs(5), || !running(sleep));
+            assert!(
+                ends_within(sleep, Duration::from_secs(5)),
+                "signal {signal}: the program outlived pinlearn run --end-with-pinlearn"
+            );
         } else {
             std::thread::sleep(Duration::from_secs(1));
             assert!(running(sleep), "signal {signal}: without the flag the program runs on");
@@ -267,12 +281,7 @@ fn a_bench_killed_mid_run_leaves_no_workload_running() {
     assert_eq!(unsafe { libc::kill(bench.id() as libc::pid_t, libc::SIGTERM) }, 0);
     bench.wait().expect("reap the bench");
     for &pid in &program {
-        let outlived = || running(pid);
-        let started = std::time::Instant::now();
-        while outlived() && started.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if outlived() {
+        if !ends_within(pid, Duration::from_secs(5)) {
             sigkill(pid);
             panic!("the managed run's program (PID {pid}) outlived the bench");
         }
