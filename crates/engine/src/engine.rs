@@ -343,7 +343,16 @@ impl Engine {
                 processes: &self.process_of,
             }),
         };
+        // For the trace: what the period measured of the whole program (what
+        // a guard compares), and which of its arms places the next period.
+        let progress = input.progress_or_speed_sum();
+        let guarded_before = self.policy.guard_stats();
         let decision = self.policy.decide(&input);
+        let arm = match (guarded_before, self.policy.guard_stats()) {
+            (Some(before), Some(after)) if after.os_periods > before.os_periods => "os",
+            (Some(before), Some(after)) if after.learn_periods > before.learn_periods => "learn",
+            _ => "",
+        };
         assert_eq!(
             decision.place.len(),
             self.samples.len(),
@@ -430,6 +439,8 @@ impl Engine {
                     waiting,
                     sample.share,
                     sample.grain_s,
+                    progress,
+                    arm,
                 )?;
             }
         }
@@ -926,13 +937,65 @@ mod tests {
         let mut lines = text.lines();
         assert_eq!(
             lines.next(),
-            Some("time_s,period,pid,tid,name,place,speed,utility,bubble,waiting,share,grain_s")
+            Some("time_s,period,pid,tid,name,place,speed,utility,bubble,waiting,share,grain_s,progress,arm")
         );
         let rows: Vec<&str> = lines.collect();
         assert_eq!(rows.len(), 6);
         assert!(rows[0].starts_with("0.0000,0,1,7,t7,0,0.500000,"), "{}", rows[0]);
         assert!(rows[1].starts_with("0.0000,0,1,9,t9,1,,"), "{}", rows[1]);
-        assert!(rows[1].ends_with(",,"), "no bubble, not sampled: {}", rows[1]);
+        // Not sampled, no share or grain; the program's progress (the one
+        // speed measured); no guard, no arm.
+        assert!(rows[1].ends_with(",,,,0.500000,"), "{}", rows[1]);
+    }
+
+    #[test]
+    fn the_trace_says_which_arm_of_the_guard_places_each_period() {
+        use pinlearn_policy::{Arm, GuardConfig, LearnConfig, LearnPolicy};
+        // Linux first, the learner probed after Linux's first window:
+        // windows of 3 periods.
+        let cfg = LearnConfig {
+            guard: GuardConfig {
+                window: 3,
+                assumed_loss: 0.0,
+                first: Arm::Os,
+                ..GuardConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.csv");
+        let places = places();
+        let policy = LearnPolicy::new(places.layout.clone(), cfg, 1);
+        let mut engine = Engine::new(Box::new(policy), places, 1, Some(Trace::create(&path).unwrap()));
+        let mut target = FakeTarget {
+            threads: vec![(7, Some(0.5)), (9, Some(0.25))],
+            initial: None,
+            placed: vec![],
+            memory: vec![],
+        };
+        for k in 0..6 {
+            engine.step(&mut target, k as f64 * 0.05).unwrap();
+        }
+        engine.flush_trace().unwrap();
+        let mut reader = csv::Reader::from_path(&path).unwrap();
+        let header = reader.headers().unwrap().clone();
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        let (period, progress, arm) = (col("period"), col("progress"), col("arm"));
+        let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+        let arms: Vec<(String, String)> = rows
+            .iter()
+            .step_by(2)
+            .map(|r| (r[period].to_string(), r[arm].to_string()))
+            .collect();
+        let expected = ["os", "os", "os", "learn", "learn", "learn"];
+        assert_eq!(
+            arms.iter().map(|(_, arm)| arm.as_str()).collect::<Vec<_>>(),
+            expected,
+            "{arms:?}"
+        );
+        // Both threads' rows of a period carry the program's progress: the
+        // sum of their speeds.
+        assert!(rows.iter().all(|r| r[progress] == *"0.750000"), "{rows:?}");
     }
 
     #[test]

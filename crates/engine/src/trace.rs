@@ -11,7 +11,13 @@
 //! (1: it never waited for a CPU; what the learner's crowd moves use), and
 //! `grain_s` its run time per voluntary sleep as last read (empty unless the
 //! other programs run in scheduling groups apart from its own and it
-//! slept: what the crowd's wake-ups use).
+//! slept: what the crowd's wake-ups use), `progress` what the period
+//! measured of the whole program, as the do-no-harm guard scores it (the
+//! application's own rate where known, else the sum of the threads'
+//! speeds; the same on every row of a period), and `arm` who places the
+//! threads in the next period under the guard (`learn`, or `os` in
+//! Linux's windows; empty for a policy without a guard): its windows, and
+//! what each measured, read from the rows of consecutive periods.
 
 use crate::EngineError;
 use crate::target::ThreadInfo;
@@ -25,8 +31,9 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub const HEADER: [&'static str; 12] = [
+    pub const HEADER: [&'static str; 14] = [
         "time_s", "period", "pid", "tid", "name", "place", "speed", "utility", "bubble", "waiting", "share", "grain_s",
+        "progress", "arm",
     ];
 
     pub fn create(path: &Path) -> Result<Self, EngineError> {
@@ -51,6 +58,8 @@ impl Trace {
         waiting: Option<f64>,
         share: Option<f64>,
         grain_s: Option<f64>,
+        progress: Option<f64>,
+        arm: &str,
     ) -> Result<(), EngineError> {
         let number = |v: f64| {
             if v.is_finite() {
@@ -72,6 +81,8 @@ impl Trace {
             waiting.map(number).unwrap_or_default(),
             share.map(number).unwrap_or_default(),
             grain_s.map(number).unwrap_or_default(),
+            progress.map(number).unwrap_or_default(),
+            arm.to_string(),
         ];
         self.writer.write_record(&record).map_err(|e| csv_error(&self.path, e))
     }

@@ -158,7 +158,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 24] = [
+        let checks: [(&'static str, f64, bool, &'static str); 25] = [
             (
                 "crowd.margin",
                 self.crowd.margin,
@@ -218,10 +218,16 @@ impl LearnConfig {
                 "a finite number of seconds > 0",
             ),
             (
+                "guard.settle",
+                f64::from(self.guard.settle),
+                self.guard.settle >= 1,
+                "an integer >= 1 (periods)",
+            ),
+            (
                 "guard.window",
                 f64::from(self.guard.window),
-                self.guard.window >= 2,
-                "an integer >= 2 (periods)",
+                self.guard.window >= 2 && self.guard.window > self.guard.settle,
+                "an integer >= 2 (periods), more than guard.settle",
             ),
             (
                 "guard.margin",
@@ -519,6 +525,27 @@ mod tests {
                     ..base
                 },
                 "guard.assumed_loss",
+            ),
+            (
+                LearnConfig {
+                    guard: GuardConfig {
+                        settle: 0,
+                        ..base.guard
+                    },
+                    ..base
+                },
+                "guard.settle",
+            ),
+            (
+                LearnConfig {
+                    guard: GuardConfig {
+                        window: 3,
+                        settle: 3,
+                        ..base.guard
+                    },
+                    ..base
+                },
+                "guard.window",
             ),
             (
                 LearnConfig {

@@ -66,8 +66,8 @@
 //!        again, until Linux's window score moves by more than
 //!        `replay_change` from the one it lost to, or the learner's
 //!        threads change (`learner_changed`);
-//!        such a held probe, when it comes, ends after its first
-//!        HOPELESS_PERIODS scored periods if they average below
+//!        such a held probe, when it comes, ends after the
+//!        HOPELESS_PERIODS periods after its first if they average below
 //!        HOPELESS_SHARE of Linux's level and it still moved no thread;
 //!        after k of the learner's probes in a row tied with Linux (within
 //!        `margin` either way) while it moved no thread, at least 2^k
@@ -77,7 +77,10 @@
 //!        switches cost something no window scores
 //!
 //!   score of a window = mean application progress over its periods,
-//!   the first one left out (threads are still moving there)
+//!   the first left out (threads are still moving there), the first
+//!   `settle` where the window's arm differs from the last window's (a
+//!   probe settles into its placement, and the window after it starts
+//!   from what the probe left)
 //! ```
 //!
 //! By default Linux is champion (`first = "os"`) and the learner's first
@@ -120,8 +123,16 @@ use crate::{PeriodInput, ThreadKey};
 pub struct GuardConfig {
     /// Compare the learner with the OS while running; off: learn only.
     pub enabled: bool,
-    /// Core periods per window (at least 2: the first one is not scored).
+    /// Core periods per window (more than `settle`).
     pub window: u32,
+    /// Periods at the start of a window whose arm differs from the last
+    /// window's that are not scored, at least 1 (a champion's windows in a
+    /// row leave out their first only): the threads are moving, the
+    /// program may need longer to settle into the new placement (caches
+    /// refilled; likely, beside another scheduling group's load, that
+    /// group's share of a CPU its thread just came to growing), and the
+    /// window after a probe starts from what the probe left behind.
+    pub settle: u32,
     /// A probe must beat the champion by this share to take over, in [0, 1).
     pub margin: f64,
     /// Share of the run the probes may cost: the worse the other arm
@@ -218,6 +229,7 @@ impl Default for GuardConfig {
         GuardConfig {
             enabled: true,
             window: 6,
+            settle: 1,
             margin: 0.02,
             probe_cost: 0.015,
             assumed_loss: 0.225,
@@ -280,7 +292,7 @@ const LEARNER_DROP: f64 = 0.75;
 const LINUX_CATCH_UP_WINDOWS: u32 = 2;
 
 /// A probe of a learner that replays places lost twice in a row ends once
-/// this many of its periods were scored below [`HOPELESS_SHARE`] of Linux
+/// this many of its periods after the first measured below [`HOPELESS_SHARE`] of Linux
 /// ([`Guard::probe_is_hopeless`]).
 const HOPELESS_PERIODS: u32 = 2;
 
@@ -328,9 +340,16 @@ pub struct Guard {
     /// Arm of the window in progress and periods of it decided so far.
     window_arm: Arm,
     window_period: u32,
+    /// The current window's arm differs from the last window's: its first
+    /// `settle` periods are not scored.
+    switched: bool,
     /// Progress summed over the scored periods of the window in progress.
     sum: f64,
     count: u32,
+    /// Progress summed over all its periods but the first, settling or
+    /// not: what [`Guard::probe_is_hopeless`] looks at (a placement far
+    /// below Linux's is so from its first periods on).
+    early: (f64, u32),
     /// Score of the last champion window before the pending probe.
     before: Option<f64>,
     /// Score of the champion window before that one, while the same arm
@@ -443,8 +462,10 @@ impl Guard {
             confirm: false,
             window_arm: first,
             window_period: 0,
+            switched: true,
             sum: 0.0,
             count: 0,
+            early: (0.0, 0),
             before: None,
             earlier: None,
             linux_recent: VecDeque::new(),
@@ -583,8 +604,10 @@ impl Guard {
 
     /// The learner's probe in progress replays places that lost twice in a
     /// row (it moved no thread in them, nor so far in this one) and its
-    /// scored periods, [`HOPELESS_PERIODS`] of them, average below
-    /// [`HOPELESS_SHARE`] of Linux's level: it ends there, scored on them.
+    /// periods after the first, [`HOPELESS_PERIODS`] of them (settling or
+    /// not: far below Linux is far below), average below
+    /// [`HOPELESS_SHARE`] of Linux's level: it ends there, scored on them
+    /// where none of its settled periods came yet.
     /// A learner still moving threads is left its whole window (its threads
     /// settle beside their memory, and its score climbs within the window).
     /// Asked before the window's last period, which closes it anyway.
@@ -593,9 +616,9 @@ impl Guard {
             && self.champion == Arm::Os
             && self.settled_losses >= 2
             && self.settled
-            && self.count >= HOPELESS_PERIODS
+            && self.early.1 >= HOPELESS_PERIODS
             && self.before.is_some_and(|before| {
-                before > 0.0 && self.sum / f64::from(self.count) < HOPELESS_SHARE * self.linux_level(before)
+                before > 0.0 && self.early.0 / f64::from(self.early.1) < HOPELESS_SHARE * self.linux_level(before)
             })
     }
 
@@ -624,7 +647,12 @@ impl Guard {
     /// The period just decided is the last one of a window Linux placed:
     /// where the threads ran at its end is Linux's placement to hand back.
     pub fn os_window_ending(&self) -> bool {
-        self.cfg.enabled && self.window_arm == Arm::Os && self.window_period >= self.cfg.window.max(2)
+        self.cfg.enabled && self.window_arm == Arm::Os && self.window_period >= self.window_length()
+    }
+
+    /// Periods per window: `window`, and at least one scored period.
+    fn window_length(&self) -> u32 {
+        self.cfg.window.max(self.cfg.settle.max(1) + 1)
     }
 
     /// Takes the progress measured over the period that just ended (under
@@ -638,14 +666,21 @@ impl Guard {
             return Arm::Learn;
         }
         // The period just measured is the window's `window_period`-th; the
-        // first one of a window is not scored.
+        // first of a window is not scored, nor the first `settle` of a
+        // window whose arm differs from the last one's.
+        let unscored = if self.switched { self.cfg.settle.max(1) } else { 1 };
+        let scored = self.window_period > unscored;
         if self.window_period >= 2
             && let Some(progress) = progress.filter(|p| p.is_finite() && *p >= 0.0)
         {
-            self.sum += progress;
-            self.count += 1;
+            self.early.0 += progress;
+            self.early.1 += 1;
+            if scored {
+                self.sum += progress;
+                self.count += 1;
+            }
         }
-        if self.window_period >= 2 {
+        if scored {
             let share = |value: Option<f64>| value.filter(|v| (0.0..=1.0).contains(v));
             if let Some(waiting) = share(signs.waiting) {
                 self.signs_sum.waiting += waiting;
@@ -656,10 +691,12 @@ impl Guard {
                 self.signs_count.queued += 1;
             }
         }
-        let window_ends = self.window_period >= self.cfg.window.max(2);
+        let window_ends = self.window_period >= self.window_length();
         let linux_window_ends = window_ends && self.window_arm == Arm::Os;
         if window_ends || self.probe_is_hopeless() {
+            let arm = self.window_arm;
             self.close_window();
+            self.switched = self.window_arm != arm;
         }
         self.linux_own_window_ended = linux_window_ends && self.linux_window_is_its_own();
         self.window_period += 1;
@@ -673,11 +710,16 @@ impl Guard {
     /// Scores the window that just ended, settles a pending comparison, and
     /// picks the next window's arm.
     fn close_window(&mut self) {
-        let score = (self.count > 0).then(|| self.sum / f64::from(self.count));
+        // A hopeless probe may end before its settled periods: it is scored
+        // on the ones it had.
+        let score = (self.count > 0)
+            .then(|| self.sum / f64::from(self.count))
+            .or_else(|| (self.early.1 > 0).then(|| self.early.0 / f64::from(self.early.1)));
         // Settled only if the policy said so in this window's periods.
         let settled = std::mem::take(&mut self.settled);
         self.sum = 0.0;
         self.count = 0;
+        self.early = (0.0, 0);
         if self.window_arm == Arm::Os {
             let mean = |sum: f64, count: u32| (count > 0).then(|| sum / f64::from(count));
             // A sign Linux's window did not measure keeps its last value.
@@ -1026,6 +1068,49 @@ mod tests {
         let mut tie = Guard::new(linux_first);
         run(&mut tie, 200, |_, _| 1.0);
         assert_eq!(tie.champion(), Arm::Os, "a tie leaves Linux in charge");
+    }
+
+    #[test]
+    fn windows_are_scored_after_their_settle_periods() {
+        // Measured on the real machine (docs/bench.md, "What a window
+        // carries over"): a probe of the learner climbs to its level over
+        // its first periods, and Linux's window after it starts from what
+        // the probe left. Here the learner's placement is 10% better once
+        // settled, its first two periods half as good, and Linux's first
+        // two after it as good as the learner's.
+        let champion_and_learner_periods = |settle: u32| {
+            let mut guard = Guard::new(GuardConfig {
+                window: 6,
+                settle,
+                assumed_loss: 0.0,
+                ..GuardConfig::default()
+            });
+            let rate = |arm: Arm, k: u32| match arm {
+                Arm::Learn if k <= 2 => 0.5,
+                Arm::Learn => 1.1,
+                Arm::Os if k <= 2 => 1.1,
+                Arm::Os => 1.0,
+            };
+            // The arm of the last period and how many periods it has run.
+            let mut last: Option<(Arm, u32)> = None;
+            let mut learner = 0;
+            for _ in 0..1200 {
+                let arm = guard.next(last.map(|(arm, k)| rate(arm, k)), Signs::default());
+                learner += usize::from(arm == Arm::Learn);
+                last = Some(match last {
+                    Some((previous, k)) if previous == arm => (arm, k + 1),
+                    _ => (arm, 1),
+                });
+            }
+            (guard.champion(), learner)
+        };
+        let (champion, learner) = champion_and_learner_periods(1);
+        assert_eq!(champion, Arm::Os, "the probes' first periods hide the learner's lead");
+        // Its probes lose by little, so they come often.
+        assert!(learner < 600, "{learner} of 1200 periods the learner's");
+        let (champion, learner) = champion_and_learner_periods(3);
+        assert_eq!(champion, Arm::Learn, "scored once settled, the learner leads");
+        assert!(learner > 900, "{learner} of 1200 periods the learner's");
     }
 
     #[test]
