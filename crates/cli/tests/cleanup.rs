@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{pinlearn, running, wait_until};
+use common::{pinlearn, ready_within, running, wait_until};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -175,14 +175,7 @@ fn a_second_manager_on_the_same_process_is_refused() {
 
 /// Whether `pid` is gone (or a zombie) within `timeout`.
 fn ends_within(pid: u32, timeout: Duration) -> bool {
-    let started = std::time::Instant::now();
-    while running(pid) {
-        if started.elapsed() >= timeout {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
+    ready_within(timeout, || !running(pid))
 }
 
 /// Every descendant of `pid`, children first.

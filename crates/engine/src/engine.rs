@@ -343,12 +343,14 @@ impl Engine {
                 processes: &self.process_of,
             }),
         };
-        // For the trace: what the period measured of the whole program (what
-        // a guard compares), and which of its arms places the next period.
-        let progress = input.progress_or_speed_sum();
-        let guarded_before = self.policy.guard_stats();
+        // For the trace only: what the period measured of the whole program
+        // (what a guard compares), and which of its arms places the next
+        // period.
+        let tracing = self.trace.is_some();
+        let progress = if tracing { input.progress_or_speed_sum() } else { None };
+        let guarded_before = if tracing { self.policy.guard_stats() } else { None };
         let decision = self.policy.decide(&input);
-        let arm = match (guarded_before, self.policy.guard_stats()) {
+        let arm = match (guarded_before, guarded_before.and_then(|_| self.policy.guard_stats())) {
             (Some(before), Some(after)) if after.os_periods > before.os_periods => "os",
             (Some(before), Some(after)) if after.learn_periods > before.learn_periods => "learn",
             _ => "",

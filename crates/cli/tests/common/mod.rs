@@ -75,12 +75,20 @@ pub fn light_target(cpus: &str, threads_expected: usize) -> Guard {
     guard
 }
 
-pub fn wait_until(timeout: Duration, mut ready: impl FnMut() -> bool) {
+pub fn wait_until(timeout: Duration, ready: impl FnMut() -> bool) {
+    assert!(ready_within(timeout, ready), "timed out waiting");
+}
+
+/// Whether `ready` holds within `timeout`, asked every 20 ms.
+pub fn ready_within(timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while !ready() {
-        assert!(start.elapsed() < timeout, "timed out waiting");
+        if start.elapsed() >= timeout {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+    true
 }
 
 /// The CPUs this test process may use, as a list.
