@@ -80,7 +80,11 @@
 //!   the first left out (threads are still moving there), the first
 //!   `settle` where the window's arm differs from the last window's (a
 //!   probe settles into its placement, and the window after it starts
-//!   from what the probe left)
+//!   from what the probe left); a champion's window in a row, where it is
+//!   compared with the other arm's (before above), over its periods after
+//!   the first `settle` too: both sides of a comparison are scored on the
+//!   same periods of their windows, or a program whose progress cycles in
+//!   step with the windows favours the side scored later
 //! ```
 //!
 //! By default Linux is champion (`first = "os"`) and the learner's first
@@ -131,7 +135,10 @@ pub struct GuardConfig {
     /// program may need longer to settle into the new placement (caches
     /// refilled; likely, beside another scheduling group's load, that
     /// group's share of a CPU its thread just came to growing), and the
-    /// window after a probe starts from what the probe left behind.
+    /// window after a probe starts from what the probe left behind. The
+    /// champion's window before a probe is compared on the same periods
+    /// (its first `settle` left out too), so both sides of the comparison
+    /// sample the same part of their windows.
     pub settle: u32,
     /// A probe must beat the champion by this share to take over, in [0, 1).
     pub margin: f64,
@@ -350,7 +357,15 @@ pub struct Guard {
     /// not: what [`Guard::probe_is_hopeless`] looks at (a placement far
     /// below Linux's is so from its first periods on).
     early: (f64, u32),
-    /// Score of the last champion window before the pending probe.
+    /// Progress summed over its periods after the first `settle`, whether
+    /// its arm switched or not: what a champion window scores where it is
+    /// compared with the other arm's, so both are scored on the same
+    /// periods of their windows (a program whose progress cycles in step
+    /// with the windows would otherwise favour the arm scored later).
+    /// With `settle = 1` these are the scored periods.
+    late: (f64, u32),
+    /// Score of the last champion window before the pending probe, over
+    /// its periods after the first `settle`.
     before: Option<f64>,
     /// Score of the champion window before that one, while the same arm
     /// has been champion (a one-window drop must not look like a blind spot).
@@ -466,6 +481,7 @@ impl Guard {
             sum: 0.0,
             count: 0,
             early: (0.0, 0),
+            late: (0.0, 0),
             before: None,
             earlier: None,
             linux_recent: VecDeque::new(),
@@ -675,6 +691,10 @@ impl Guard {
         {
             self.early.0 += progress;
             self.early.1 += 1;
+            if self.window_period > self.cfg.settle.max(1) {
+                self.late.0 += progress;
+                self.late.1 += 1;
+            }
             if scored {
                 self.sum += progress;
                 self.count += 1;
@@ -715,11 +735,15 @@ impl Guard {
         let score = (self.count > 0)
             .then(|| self.sum / f64::from(self.count))
             .or_else(|| (self.early.1 > 0).then(|| self.early.0 / f64::from(self.early.1)));
+        let late_score = (self.late.1 > 0)
+            .then(|| self.late.0 / f64::from(self.late.1))
+            .or(score);
         // Settled only if the policy said so in this window's periods.
         let settled = std::mem::take(&mut self.settled);
         self.sum = 0.0;
         self.count = 0;
         self.early = (0.0, 0);
+        self.late = (0.0, 0);
         if self.window_arm == Arm::Os {
             let mean = |sum: f64, count: u32| (count > 0).then(|| sum / f64::from(count));
             // A sign Linux's window did not measure keeps its last value.
@@ -850,7 +874,7 @@ impl Guard {
         }
         if let Some(score) = score {
             self.earlier = self.before;
-            self.before = Some(score);
+            self.before = late_score;
             if self.champion == Arm::Os {
                 if self.linux_recent.len() == LINUX_LEVEL_WINDOWS {
                     self.linux_recent.pop_front();
@@ -1111,6 +1135,35 @@ mod tests {
         let (champion, learner) = champion_and_learner_periods(3);
         assert_eq!(champion, Arm::Learn, "scored once settled, the learner leads");
         assert!(learner > 900, "{learner} of 1200 periods the learner's");
+    }
+
+    #[test]
+    fn a_progress_cycle_in_step_with_the_windows_favours_neither_arm() {
+        // Both arms place equally well, but the program's progress cycles
+        // every 3 periods (a slow phase in each, as the simulator's 100 ms
+        // barrier rounds do at two thirds of a core's speed), in step with
+        // 6-period windows. Scoring a probe on periods 4-6 (one whole cycle)
+        // against Linux's windows in a row on periods 2-6 (two slow periods
+        // of five or one, by the phase) would make one side look 10% better.
+        for settle in [1, 3] {
+            for phase in 0..3 {
+                let mut guard = Guard::new(GuardConfig {
+                    window: 6,
+                    settle,
+                    assumed_loss: 0.0,
+                    ..GuardConfig::default()
+                });
+                let rate = |t: u32| if (t + phase) % 3 == 2 { 0.4 } else { 1.0 };
+                for t in 0..1200 {
+                    guard.next((t > 0).then(|| rate(t)), Signs::default());
+                    // The learner keeps its places: its ties hold its next
+                    // probes back, so Linux's windows come in a row.
+                    guard.placed(&ONE_THREAD, &[0]);
+                }
+                assert_eq!(guard.champion(), Arm::Os, "settle {settle}, phase {phase}");
+                assert_eq!(guard.stats().switches, 0, "settle {settle}, phase {phase}");
+            }
+        }
     }
 
     #[test]
