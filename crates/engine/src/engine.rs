@@ -27,7 +27,7 @@ use crate::places::Places;
 use crate::status::{StatusBubble, StatusThread};
 use crate::target::{Target, ThreadInfo};
 use crate::trace::Trace;
-use pinlearn_policy::{BubbleInput, PeriodInput, Policy, ThreadKey, ThreadSample};
+use pinlearn_policy::{Arm, BubbleInput, PeriodInput, Policy, ThreadKey, ThreadSample};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -346,14 +346,16 @@ impl Engine {
         // For the trace only: what the period measured of the whole program
         // (what a guard compares), and which of its arms places the next
         // period.
-        let tracing = self.trace.is_some();
-        let progress = if tracing { input.progress_or_speed_sum() } else { None };
-        let guarded_before = if tracing { self.policy.guard_stats() } else { None };
+        let progress = if self.trace.is_some() {
+            input.progress_or_speed_sum()
+        } else {
+            None
+        };
         let decision = self.policy.decide(&input);
-        let arm = match (guarded_before, guarded_before.and_then(|_| self.policy.guard_stats())) {
-            (Some(before), Some(after)) if after.os_periods > before.os_periods => "os",
-            (Some(before), Some(after)) if after.learn_periods > before.learn_periods => "learn",
-            _ => "",
+        let arm = match self.policy.guard_arm() {
+            Some(Arm::Os) => "os",
+            Some(Arm::Learn) => "learn",
+            None => "",
         };
         assert_eq!(
             decision.place.len(),

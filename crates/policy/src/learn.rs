@@ -756,6 +756,10 @@ impl Policy for LearnPolicy {
         self.cfg.guard.enabled.then(|| self.guard.stats())
     }
 
+    fn guard_arm(&self) -> Option<Arm> {
+        self.cfg.guard.enabled.then(|| self.guard.arm())
+    }
+
     fn wants_cores(&self) -> bool {
         self.guard.os_window_ending() || self.threads.iter().any(|thread| thread.locate)
     }

@@ -219,4 +219,10 @@ pub trait Policy: Send {
     fn guard_stats(&self) -> Option<GuardStats> {
         None
     }
+
+    /// Which arm of the do-no-harm guard places the period just decided,
+    /// for policies that have one.
+    fn guard_arm(&self) -> Option<Arm> {
+        None
+    }
 }

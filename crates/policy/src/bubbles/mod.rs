@@ -756,6 +756,10 @@ impl Policy for BubblesPolicy {
         self.guard_config.enabled.then(|| self.guard.stats())
     }
 
+    fn guard_arm(&self) -> Option<Arm> {
+        self.guard_config.enabled.then(|| self.guard.arm())
+    }
+
     fn wants_cores(&self) -> bool {
         self.guard.os_window_ending()
     }
