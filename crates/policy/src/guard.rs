@@ -348,14 +348,13 @@ pub struct Guard {
     window_arm: Arm,
     window_period: u32,
     /// The current window's arm differs from the last window's: its first
-    /// `settle` periods are not scored.
+    /// `settle` periods are not scored (it is scored on `late`, else on
+    /// `early`).
     switched: bool,
-    /// Progress summed over the scored periods of the window in progress.
-    sum: f64,
-    count: u32,
     /// Progress summed over all its periods but the first, settling or
-    /// not: what [`Guard::probe_is_hopeless`] looks at (a placement far
-    /// below Linux's is so from its first periods on).
+    /// not: the score of a window that follows one of the same arm, and
+    /// what [`Guard::probe_is_hopeless`] looks at (a placement far below
+    /// Linux's is so from its first periods on).
     early: (f64, u32),
     /// Progress summed over its periods after the first `settle`, whether
     /// its arm switched or not: what a champion window scores where it is
@@ -478,8 +477,6 @@ impl Guard {
             window_arm: first,
             window_period: 0,
             switched: true,
-            sum: 0.0,
-            count: 0,
             early: (0.0, 0),
             late: (0.0, 0),
             before: None,
@@ -695,10 +692,6 @@ impl Guard {
                 self.late.0 += progress;
                 self.late.1 += 1;
             }
-            if scored {
-                self.sum += progress;
-                self.count += 1;
-            }
         }
         if scored {
             let share = |value: Option<f64>| value.filter(|v| (0.0..=1.0).contains(v));
@@ -730,22 +723,17 @@ impl Guard {
     /// Scores the window that just ended, settles a pending comparison, and
     /// picks the next window's arm.
     fn close_window(&mut self) {
-        // A hopeless probe may end before its settled periods: it is scored
-        // on the ones it had.
-        let score = (self.count > 0)
-            .then(|| self.sum / f64::from(self.count))
-            .or_else(|| (self.early.1 > 0).then(|| self.early.0 / f64::from(self.early.1)));
-        let late_score = (self.late.1 > 0)
-            .then(|| self.late.0 / f64::from(self.late.1))
-            .or(score);
+        let mean = |sum: f64, count: u32| (count > 0).then(|| sum / f64::from(count));
+        let (early, late) = (mean(self.early.0, self.early.1), mean(self.late.0, self.late.1));
+        // A switched window is scored after its settle periods; a hopeless
+        // probe may end before them: it is scored on the ones it had.
+        let score = if self.switched { late.or(early) } else { early };
+        let late_score = late.or(score);
         // Settled only if the policy said so in this window's periods.
         let settled = std::mem::take(&mut self.settled);
-        self.sum = 0.0;
-        self.count = 0;
         self.early = (0.0, 0);
         self.late = (0.0, 0);
         if self.window_arm == Arm::Os {
-            let mean = |sum: f64, count: u32| (count > 0).then(|| sum / f64::from(count));
             // A sign Linux's window did not measure keeps its last value.
             let (sum, count) = (self.signs_sum, self.signs_count);
             self.os_signs.waiting = mean(sum.waiting, count.waiting).or(self.os_signs.waiting);
