@@ -166,9 +166,12 @@ pub struct StreamArgs {
     /// Each of the 3 arrays' size in times 64 MiB, or auto: the arrays together 4 x the last-level caches, at least 1
     #[arg(long, value_name = "auto|F", default_value_t = stream::Options::default().size)]
     pub size: stream::ArraySize,
-    /// Times the triad sweeps the arrays
-    #[arg(long, default_value_t = stream::Options::default().runs)]
-    pub runs: u32,
+    /// The work: sweep the arrays as often as it takes to count G x 10^9 bytes (24 an element a sweep) [default: 44]
+    #[arg(long, value_name = "G", conflicts_with = "runs")]
+    pub gigabytes: Option<u32>,
+    /// Sweep the arrays N times instead of by --gigabytes
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -251,7 +254,11 @@ impl WorkArgs {
             }),
             WorkloadArgs::Stream(a) => Workload::Stream(stream::Options {
                 size: a.size,
-                runs: a.runs,
+                sweeps: match (a.runs, a.gigabytes) {
+                    (Some(runs), _) => stream::Sweeps::Runs(runs),
+                    (None, Some(gigabytes)) => stream::Sweeps::Gigabytes(gigabytes),
+                    (None, None) => stream::Options::default().sweeps,
+                },
             }),
             WorkloadArgs::Blackscholes(a) => Workload::Blackscholes(blackscholes::Options {
                 input: a.input,
@@ -364,6 +371,23 @@ mod tests {
             let error = size_of(&["stream", "--size", bad]).expect_err(bad);
             assert!(error.contains("give auto or a positive number"), "{error}");
         }
+    }
+
+    #[test]
+    fn stream_sweeps_by_gigabytes_unless_told_the_runs() {
+        let sweeps_of = |args: &[&str]| match parse(args).map(|work| work.workload) {
+            Ok(Workload::Stream(options)) => Ok(options.sweeps),
+            Ok(other) => panic!("stream expected, got {other:?}"),
+            Err(error) => Err(error.to_string()),
+        };
+        assert_eq!(sweeps_of(&["stream"]), Ok(stream::Sweeps::Gigabytes(44)));
+        assert_eq!(
+            sweeps_of(&["stream", "--gigabytes", "8"]),
+            Ok(stream::Sweeps::Gigabytes(8))
+        );
+        assert_eq!(sweeps_of(&["stream", "--runs", "20"]), Ok(stream::Sweeps::Runs(20)));
+        let error = sweeps_of(&["stream", "--runs", "20", "--gigabytes", "8"]).expect_err("both");
+        assert!(error.contains("cannot be used with"), "{error}");
     }
 
     #[test]

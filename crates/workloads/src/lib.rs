@@ -208,7 +208,7 @@ mod tests {
         let cmd = work(
             Workload::Stream(stream::Options {
                 size: stream::ArraySize::Times(0.01),
-                runs: 2,
+                sweeps: stream::Sweeps::Runs(2),
             }),
             2,
         );

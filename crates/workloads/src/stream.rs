@@ -8,6 +8,7 @@
 //!     first touch: writes its chunks of a, b, c (pages land on its NUMA node)
 //!     ── barrier ── start clock
 //!     run r = 1..runs, in blocks of 64 Ki elements, work_done(1) per block:
+//!       (runs: --runs, or as many as stream --gigabytes at 24 bytes an element)
 //!       r odd:  a[i] = b[i] + 3 c[i]        r even: b[i] = a[i] + 3 c[i]
 //!     stop clock, sum its chunk of the array written last
 //!   bandwidth = 24 bytes x len x runs / (last stop - first start)
@@ -100,20 +101,45 @@ impl FromStr for ArraySize {
     }
 }
 
+/// How many times the triad sweeps the arrays.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sweeps {
+    /// This many times.
+    Runs(u32),
+    /// As many times as it takes to count this many 10^9 bytes (24 bytes an
+    /// element per sweep, as STREAM counts), at least once.
+    Gigabytes(u32),
+}
+
+impl Sweeps {
+    /// The number of sweeps over arrays of `elements` each, `None` if it is
+    /// 0 or does not fit a `u32`.
+    pub fn runs(self, elements: usize) -> Option<u32> {
+        match self {
+            Sweeps::Runs(runs) => Some(runs).filter(|&runs| runs > 0),
+            Sweeps::Gigabytes(0) => None,
+            Sweeps::Gigabytes(gigabytes) => {
+                let per_sweep = 24 * elements.max(1) as u64;
+                u32::try_from((u64::from(gigabytes) * 1_000_000_000).div_ceil(per_sweep)).ok()
+            }
+        }
+    }
+}
+
 /// Options of the stream workload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Each array's size
     pub size: ArraySize,
-    /// Times the triad sweeps the arrays
-    pub runs: u32,
+    /// How many times the triad sweeps the arrays
+    pub sweeps: Sweeps,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             size: ArraySize::Auto,
-            runs: 40,
+            sweeps: Sweeps::Gigabytes(44),
         }
     }
 }
@@ -149,6 +175,7 @@ pub struct Report {
     pub array_mib: f64,
     /// How the size was chosen: `--size`, or auto from the caches.
     pub array_size_from: String,
+    /// Sweeps over the arrays (`--runs`, or from `--gigabytes`).
     pub runs: u32,
     /// STREAM-counted bandwidth, 10^9 bytes per second (24 bytes per element per run).
     pub bandwidth_gbs: f64,
@@ -241,9 +268,9 @@ fn run_triad(elements: usize, runs: u32, common: &Common) -> Result<(f64, f64), 
 
 /// Runs the stream workload.
 pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
-    if !opts.size.is_valid() || opts.runs == 0 {
+    if !opts.size.is_valid() || matches!(opts.sweeps, Sweeps::Runs(0) | Sweeps::Gigabytes(0)) {
         return Err(WorkError::BadInput(
-            "--size must be auto or a positive number and --runs at least 1".into(),
+            "--size must be auto or a positive number, and --runs and --gigabytes at least 1".into(),
         ));
     }
     let (size, array_size_from) = resolve_size(opts.size, pinlearn_topology::Topology::detect_last_level_cache_bytes);
@@ -263,18 +290,20 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
         )));
     }
     // Every partial sum must stay an exact integer in f64.
-    if elements as f64 * value_after(opts.runs) >= 2f64.powi(53) {
-        return Err(WorkError::BadInput(
-            "--size x --runs is too large to check the result exactly".into(),
-        ));
-    }
+    let runs = opts
+        .sweeps
+        .runs(elements)
+        .filter(|&runs| elements as f64 * value_after(runs) < 2f64.powi(53))
+        .ok_or_else(|| {
+            WorkError::BadInput("--size x --runs (or --gigabytes) is too large to check the result exactly".into())
+        })?;
     let blocks_per_run: u64 = (0..common.threads)
         .map(|t| (elements * (t + 1) / common.threads - elements * t / common.threads).div_ceil(BLOCK) as u64)
         .sum();
-    common.start("stream: triad sweeps", blocks_per_run * u64::from(opts.runs));
-    let (checksum, timed_s) = run_triad(elements, opts.runs, common)?;
+    common.start("stream: triad sweeps", blocks_per_run * u64::from(runs));
+    let (checksum, timed_s) = run_triad(elements, runs, common)?;
     common.finish();
-    let expected = elements as f64 * value_after(opts.runs);
+    let expected = elements as f64 * value_after(runs);
     if checksum != expected {
         return Err(WorkError::WrongResult(format!(
             "stream checksum {checksum}, expected {expected}"
@@ -284,8 +313,8 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
         elements,
         array_mib: (elements * 8) as f64 / f64::from(1 << 20),
         array_size_from,
-        runs: opts.runs,
-        bandwidth_gbs: 24.0 * elements as f64 * f64::from(opts.runs) / timed_s / 1e9,
+        runs,
+        bandwidth_gbs: 24.0 * elements as f64 * f64::from(runs) / timed_s / 1e9,
         timed_s,
         checksum,
     })
@@ -301,7 +330,7 @@ mod tests {
             // 1/256 of the default: 32 Ki elements, 256 KiB per array.
             let opts = Options {
                 size: ArraySize::Times(1.0 / 256.0),
-                runs,
+                sweeps: Sweeps::Runs(runs),
             };
             let common = Common::new(threads, 1, true).expect("valid settings");
             let report = run(&opts, &common).expect("stream runs");
@@ -321,14 +350,24 @@ mod tests {
     #[test]
     fn bad_sizes_are_rejected() {
         let common = Common::new(2, 1, true).expect("valid settings");
-        for (size, runs) in [(0.0, 1), (-1.0, 1), (f64::NAN, 1), (1.0, 0), (1e-9, 1), (1e7, 1)] {
+        for (size, sweeps) in [
+            (0.0, Sweeps::Runs(1)),
+            (-1.0, Sweeps::Runs(1)),
+            (f64::NAN, Sweeps::Runs(1)),
+            (1.0, Sweeps::Runs(0)),
+            (1.0, Sweeps::Gigabytes(0)),
+            (1e-9, Sweeps::Runs(1)),
+            (1e7, Sweeps::Runs(1)),
+            // 8 Ki elements a sweep of 196 KB: 5 x 10^9 runs do not fit a u32.
+            (1.0 / 1024.0, Sweeps::Gigabytes(1_000_000)),
+        ] {
             let opts = Options {
                 size: ArraySize::Times(size),
-                runs,
+                sweeps,
             };
             assert!(
                 matches!(run(&opts, &common), Err(WorkError::BadInput(_))),
-                "{size} {runs}"
+                "{size} {sweeps:?}"
             );
         }
     }
@@ -356,6 +395,28 @@ mod tests {
             resolve_size(ArraySize::Times(0.5), || Some(260 * MIB)),
             (0.5, "--size".to_string())
         );
+    }
+
+    #[test]
+    fn gigabytes_sweep_the_arrays_as_often_as_the_bytes_take() {
+        // 64 MiB arrays: 8 Mi elements, 201.3 MB counted a sweep.
+        let elements = 8 << 20;
+        assert_eq!(Sweeps::Gigabytes(44).runs(elements), Some(219));
+        // Four times the arrays, a quarter of the sweeps (rounded up): the
+        // same bytes whatever the caches made the size.
+        assert_eq!(Sweeps::Gigabytes(44).runs(4 * elements), Some(55));
+        assert_eq!(Sweeps::Gigabytes(1).runs(1 << 30), Some(1), "at least one sweep");
+        assert_eq!(Sweeps::Runs(7).runs(elements), Some(7));
+        assert_eq!(Sweeps::Runs(0).runs(elements), None);
+        let common = Common::new(2, 1, true).expect("valid settings");
+        let opts = Options {
+            size: ArraySize::Times(1.0 / 256.0),
+            sweeps: Sweeps::Gigabytes(1),
+        };
+        // 32 Ki elements, 786432 bytes a sweep: 1272 sweeps for 10^9 bytes.
+        let report = run(&opts, &common).expect("stream runs");
+        assert_eq!(report.runs, 1272);
+        assert_eq!(report.checksum, (32 << 10) as f64 * (1.0 + 6.0 * 1272.0));
     }
 
     #[test]
