@@ -80,13 +80,15 @@ pub struct SimArgs {
     /// CFS weight (and relative work) of the threads, cycled, e.g. 4,3,3,2,2,1
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub weights: Option<Vec<f64>>,
-    /// barrier-spin: spin this long before blocking, e.g. 2ms [default: spin until released]
+    /// barrier-spin: spin this long before blocking, e.g. 2ms (with --grain, the real program's spin: that share
+    /// of its work between two waits) [default: spin until released]
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub spin: Option<Duration>,
     /// barrier, barrier-spin, heat, pipeline: how long the real program a run stands for works between two
     /// waits (a round, an item), e.g. 5ms; it sets how much its waking threads preempt another session's program
-    /// (--load-session own), and how soon a pipeline's queues fill while a consumer waits for that program
-    /// [default: enough to take all they can, as sub-millisecond rounds do; no queue fills]; the simulated rounds
+    /// (--load-session own), how soon a pipeline's queues fill while a consumer waits for that program, and, for
+    /// barrier-spin, the turns its threads take on a shared core, every spin but the last one's wasted [default:
+    /// enough to take all they can, as sub-millisecond rounds do; no queue fills; no turns]; the simulated rounds
     /// (100ms) and items (25ms) keep their length
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub grain: Option<Duration>,

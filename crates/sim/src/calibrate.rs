@@ -11,7 +11,9 @@
 //!      │          ─► pipeline with its --stages and --capacity, the rest ─►
 //!      │          independent),
 //!      │          each with its main thread asleep in join, sized per
-//!      │          level to the real os time of that level without load (X.1)
+//!      │          level to the real os time of that level without load (X.1),
+//!      │          its grain that time over the waits (a spinning program's:
+//!      │          the work of a round, without the spins of its turns at X.1)
 //!      ▼
 //!   Experiment on "node:1 core:N pu:1" ─► os, static, learn × seeds ─► medians
 //!      ▼
@@ -311,6 +313,23 @@ pub fn sim_workload(name: &str, command: &str) -> Result<(WorkloadSpec, Option<f
     Ok((spec, waits))
 }
 
+/// A round of a program whose threads spin `spin` (at most a `slice`)
+/// before they sleep, measured as `round` seconds with `per_core` of them
+/// on each core: they take turns there, and all but the last to arrive
+/// spin while the others wait behind them, so `round = k w + (k - 1) spin`.
+/// Returns the work of a thread's round `w` (the grain; at least a quarter
+/// of its share of the round, where the spins would leave less) and the
+/// share of the round that was work (`k w / round`), which sizes the
+/// simulated work so that the modelled Linux, paying the same spins
+/// (`machine.rs`, turns), takes the real time.
+fn spinning_round(round: f64, per_core: usize, spin: f64, slice: f64) -> (f64, f64) {
+    let k = per_core.max(1) as f64;
+    let spin = spin.min(slice);
+    let work = ((round - (k - 1.0) * spin) / k).max(round / (4.0 * k));
+    let sigma = spin / work;
+    (work, 1.0 / (1.0 + (k - 1.0) / k * sigma))
+}
+
 /// One cell side by side.
 #[derive(Clone, Debug, Serialize)]
 pub struct CalibrationCell {
@@ -495,12 +514,23 @@ pub fn calibrate(
                 ));
                 continue;
             };
+            let round_s = waits.map(|n| duration / n);
+            let slice = crate::machine::scheduler_slice_s(topology.core_count());
+            let per_core = threads.max(1).div_ceil(topology.core_count().max(1));
+            let (grain_s, duration_s) = match (round_s, base.kind) {
+                (Some(round), WorkloadKind::BarrierSpin) => {
+                    let spin = base.spin_s.unwrap_or(f64::INFINITY);
+                    let (work, useful) = spinning_round(round, per_core, spin, slice);
+                    (Some(work), duration * useful)
+                }
+                _ => (round_s, duration),
+            };
             let experiment = Experiment {
                 topology: topology.clone(),
                 workload: WorkloadSpec {
                     threads: threads.max(1),
-                    duration_s: duration,
-                    grain_s: waits.map(|n| duration / n),
+                    duration_s,
+                    grain_s,
                     ..base.clone()
                 },
                 params: params.clone(),
@@ -650,6 +680,27 @@ impl Calibration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spinning_round_splits_into_the_work_and_the_spins_of_its_turns() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.abs().max(1e-12);
+        // `aco --sync spin-then-block`, 4 threads on 2 CPUs: rounds of 0.43
+        // ms are two works of 0.115 ms and one spin of 0.2 ms.
+        let (work, useful) = spinning_round(0.43e-3, 2, 0.2e-3, 1.4e-3);
+        assert!(close(work, 0.115e-3), "{work}");
+        assert!(close(useful, 0.23 / 0.43), "{useful}");
+        // One thread a core: nobody spins behind another.
+        assert_eq!(spinning_round(0.2e-3, 1, 0.2e-3, 1.4e-3), (0.2e-3, 1.0));
+        // A spin until released is cut by the slice: 0.43 = 2 w + 0.4 (w
+        // 0.015 ms) without it, but the slice of 0.1 ms leaves w = 0.165.
+        let (work, _) = spinning_round(0.43e-3, 2, f64::INFINITY, 0.1e-3);
+        assert!(close(work, 0.165e-3), "{work}");
+        // Spins longer than the round leaves room for: the work is kept at
+        // a quarter of its share of the round.
+        let (work, useful) = spinning_round(0.3e-3, 4, 0.2e-3, 1.4e-3);
+        assert!(close(work, 0.3e-3 / 16.0), "{work}");
+        assert!(useful > 0.0 && useful < 1.0, "{useful}");
+    }
 
     const BENCH: &str = r#"{
       "setup": {"date": "2026-11-22T12:46:09Z", "cores": 2, "load_session": "own",

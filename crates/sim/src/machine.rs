@@ -22,11 +22,16 @@
 //!                         = w_i / R_core · a / (a + b_core), a = R_core / R_all   own session (groups)
 //!                           (wake-up preemption: where 2+ of its workers that sleep while they
 //!                           wait, at barriers or queues, live on the core, the program's threads
-//!                           take up to 0.9 of it, min(1, slice / grain) of the way there)
+//!                           take up to 0.9 of it, min(1, slice / grain) of the way there; k
+//!                           that spin first, clamp(2 − σ / (k − 1), 0, 1) of that)
 //!                 cpu_i   = share_i · cap_core                      (nominal core-seconds per second)
 //!                           × (1 − stall_i): a pipeline's producer whose consumers all wait for
 //!                           another session's slices blocks on its full queue (grain given)
 //!                 work_i  = cpu_i / (1 + (F − 1) · m_i · [memory node ≠ core node])
+//!                           / (1 + (k − 1) / k · σ) where k ≥ 2 workers of a program that
+//!                           spins while it waits share the core and its grain is given:
+//!                           they take turns, all but the last to arrive spinning σ of a
+//!                           round's work (a spinner there takes no share of its own)
 //!               integrate run, wait, cpu, work, instructions over h
 //!               NUMA balancing (when on): a thread whose CPU time on one node
 //!                 away from its memory exceeds its time elsewhere by
@@ -99,7 +104,7 @@ const ROUND_JITTER: f64 = 0.03;
 const BASE_SLICE_S: f64 = 0.7e-3;
 
 /// The slice Linux gives a woken thread on a machine of `cores` CPUs.
-fn scheduler_slice_s(cores: usize) -> f64 {
+pub(crate) fn scheduler_slice_s(cores: usize) -> f64 {
     let factor = 1 + cores.clamp(1, 8).ilog2();
     BASE_SLICE_S * f64::from(factor)
 }
@@ -331,6 +336,14 @@ pub struct SimMachine {
     /// program's grain is not given (the papers' iterative programs wait
     /// every millisecond or less, as aco does). Fixed for the run.
     wake_preempts: f64,
+    /// The spin a thread wastes each round where the program's workers
+    /// share a core, over the work it does in a round (σ, 0 where no
+    /// turns are modelled): the program's rounds are shorter than a
+    /// scheduler slice (its grain given) and its threads spin while they
+    /// wait, so the workers of a core take turns at each round, and the one
+    /// that arrives first spins `min(spin, slice)` while the others wait
+    /// for the core behind it ([`Self::turns`]). Fixed for the run.
+    turn_spin: f64,
     /// The run time per sleep the manager reads of each worker (the
     /// voluntary switches of /proc/PID/task/TID/status): the program's
     /// grain where it sleeps while it waits, else none. Fixed for the run.
@@ -343,7 +356,8 @@ pub struct SimMachine {
     /// compute (the in-process wake-up).
     wakes_up_births: bool,
     /// The program's live workers per core, runnable or asleep (counted
-    /// only when `wake_preempts`; a main thread asleep in join never wakes).
+    /// only when `wake_preempts` or `turn_spin`; a main thread asleep in
+    /// join never wakes).
     residents: Vec<u32>,
     /// Per queue of a pipeline (between stage s and s + 1), the share of
     /// their time its producers keep while all its consumers wait for
@@ -454,6 +468,12 @@ impl SimMachine {
             0.0
         };
         let grain = spec.grain_s.filter(|g| g.is_finite() && *g > 0.0);
+        // The real program's spin (the simulated one is scaled to the
+        // simulated rounds).
+        let turn_spin = match (grain, program.spin_while_waiting()) {
+            (Some(grain), Some(_)) => spec.spin_s.unwrap_or(f64::INFINITY).min(slice) / grain,
+            _ => 0.0,
+        };
         // What the manager reads of the threads' rhythm and the others' group.
         let grain_seen = program.sleeps_while_waiting().then(|| grain.unwrap_or(UNGIVEN_GRAIN_S));
         let wake_slice = (params.load_session == LoadSession::Own).then_some(slice);
@@ -477,6 +497,7 @@ impl SimMachine {
             threads: Vec::with_capacity(spec.tasks()),
             runnable: vec![0.0; m],
             wake_preempts,
+            turn_spin,
             grain_seen,
             wake_slice,
             queue_kept,
@@ -682,11 +703,13 @@ impl SimMachine {
         self.residents.iter_mut().for_each(|r| *r = 0);
         let workers = self.program.workers();
         for (index, (thread, task)) in self.threads.iter().zip(self.program.tasks()).enumerate() {
-            if task.activity.runnable() {
-                self.runnable[thread.core] += thread.weight;
-            }
-            if self.wake_preempts > 0.0 && task.activity.exists() && index < workers {
+            if (self.wake_preempts > 0.0 || self.turn_spin > 0.0) && task.activity.exists() && index < workers {
                 self.residents[thread.core] += 1;
+            }
+        }
+        for index in 0..self.threads.len() {
+            if self.on_cpu(index) {
+                self.runnable[self.threads[index].core] += self.threads[index].weight;
             }
         }
         self.runnable_total = self.runnable.iter().sum();
@@ -753,10 +776,43 @@ impl SimMachine {
         let program = self.program_load(self.runnable[core], self.runnable_total);
         let whole = program + self.bg[core];
         let by_weight = if whole > 0.0 { program / whole } else { 0.0 };
-        if program > 0.0 && self.residents[core] >= 2 {
-            by_weight + (by_weight.max(WAKE_PREEMPT_SHARE) - by_weight) * self.wake_preempts
+        let residents = self.residents[core];
+        if program > 0.0 && residents >= 2 {
+            let preempts = self.wake_preempts * self.spinners_preempt(residents);
+            by_weight + (by_weight.max(WAKE_PREEMPT_SHARE) - by_weight) * preempts
         } else {
             by_weight
+        }
+    }
+
+    /// Whether thread `index` takes CPU time now: runnable, except a
+    /// spinning waiter among the workers of a core that take turns there
+    /// ([`Self::turns`] charges its spin to the round; it holds the core
+    /// while the others wait behind it, which the fluid shares do not
+    /// show). A spinner alone among them on its core spins as it would.
+    fn on_cpu(&self, index: usize) -> bool {
+        let activity = self.program.tasks()[index].activity;
+        activity.runnable()
+            && !(self.turn_spin > 0.0
+                && matches!(activity, Activity::Spin { .. })
+                && self.residents[self.threads[index].core] >= 2)
+    }
+
+    /// How much of their wake-up preemption `k` >= 2 workers that take turns
+    /// on a core keep when they spin before they sleep ([`Self::turn_spin`]
+    /// σ > 0; 1 for programs that do not): all of it where each one's spin is
+    /// at most the work of the `k - 1` it waits for (σ <= k - 1), none where
+    /// it is twice that or more, in between in proportion. Measured
+    /// (docs/simulator.md, "Turns on a shared core"): `aco --sync
+    /// spin-then-block` pinned beside another session's loop, 2 threads a
+    /// CPU (rounds of 0.12 ms of work each) left the loop 0.07, 0.38, 0.54,
+    /// 0.58 and 0.61 of its CPU with spins of 50, 100, 200, 400 and 800 us;
+    /// 4 a CPU (0.06 ms each) 0.04, 0.01, 0.05, 0.52 and 0.56.
+    fn spinners_preempt(&self, k: u32) -> f64 {
+        if self.turn_spin > 0.0 && k >= 2 {
+            (2.0 - self.turn_spin / f64::from(k - 1)).clamp(0.0, 1.0)
+        } else {
+            1.0
         }
     }
 
@@ -770,9 +826,35 @@ impl SimMachine {
         thread.weight / runnable * self.program_fraction(thread.core) * self.capacity[thread.core]
     }
 
+    /// How many times a thread's work is slower than its CPU time: remote
+    /// memory, and the spins of turns on a shared core.
+    fn slowdown(&self, thread: &SimThread) -> f64 {
+        self.remote_slowdown(thread) * self.turns(thread)
+    }
+
+    /// How many times a thread's work is slower than its CPU time where `k`
+    /// workers of a program whose rounds are shorter than a slice share its
+    /// core (`k` >= 2, [`Self::turn_spin`] σ > 0): they take turns, and of
+    /// every round's `k` works of `w` the first `k - 1` to arrive spin `σ w`
+    /// each while the rest wait behind them, so the core does `k w` of work
+    /// in `k w + (k - 1) σ w` (1 elsewhere). What this costs Linux beside
+    /// another session's load, measured: `aco --sync spin-then-block`
+    /// (spin 0.2 ms, rounds of 0.1-0.2 ms) with all its threads on the free
+    /// CPU took 2.2, 2.5 and 2.9 times as long as on both CPUs with 8, 4
+    /// and 2 threads, where the fluid share alone gives 2.0.
+    fn turns(&self, thread: &SimThread) -> f64 {
+        let k = self.residents[thread.core];
+        if self.turn_spin > 0.0 && k >= 2 {
+            let k = f64::from(k);
+            1.0 + (k - 1.0) / k * self.turn_spin
+        } else {
+            1.0
+        }
+    }
+
     /// 1 + (F − 1) · m · (share of the thread's accesses to data homed on
     /// another node than its core's; data not yet touched counts as local).
-    fn slowdown(&self, thread: &SimThread) -> f64 {
+    fn remote_slowdown(&self, thread: &SimThread) -> f64 {
         let node = self.core_node[thread.core];
         let remote: f64 = thread
             .data
@@ -836,7 +918,10 @@ impl SimMachine {
         h = h.min(self.next_balance - self.now);
         for (index, thread) in self.threads.iter().enumerate() {
             let task = self.program.tasks()[index];
-            if !task.activity.runnable() {
+            if let Activity::Spin { until } = task.activity {
+                h = h.min(until - self.now);
+            }
+            if !self.on_cpu(index) {
                 continue;
             }
             let cpu_rate = self.cpu_rate(index);
@@ -844,9 +929,6 @@ impl SimMachine {
                 h = h.min(thread.stall_s / cpu_rate);
             } else if task.activity == Activity::Work {
                 h = h.min(task.remaining / (cpu_rate / self.slowdown(thread)));
-            }
-            if let Activity::Spin { until } = task.activity {
-                h = h.min(until - self.now);
             }
         }
         let h = h.max(TIME_EPSILON);
@@ -858,7 +940,7 @@ impl SimMachine {
         }
         for index in 0..self.threads.len() {
             let activity = self.program.tasks()[index].activity;
-            if !activity.runnable() {
+            if !self.on_cpu(index) {
                 continue;
             }
             let core = self.threads[index].core;
@@ -903,9 +985,11 @@ impl SimMachine {
                 Activity::Work if cpu > 0.0 => {
                     let work = cpu / slowdown;
                     self.program.progress(index, work);
+                    // The spins of its turns run instructions too.
+                    let instructions = work * self.turns(&self.threads[index]);
                     let thread = &mut self.threads[index];
                     thread.acc.work += work;
-                    thread.acc.instructions += work;
+                    thread.acc.instructions += instructions;
                     self.totals.work += work;
                 }
                 Activity::Spin { .. } => self.threads[index].acc.instructions += cpu,
@@ -985,7 +1069,7 @@ impl SimMachine {
     /// Moves a thread to another core, charging the migration cost once it
     /// has run.
     fn migrate(&mut self, index: usize, to: usize) {
-        let runnable = self.program.tasks()[index].activity.runnable();
+        let runnable = self.on_cpu(index);
         let from = self.threads[index].core;
         if from == to {
             return;
@@ -1159,14 +1243,13 @@ impl SimMachine {
             return false;
         }
         let src_load = self.load[src] / self.capacity[src];
-        let tasks = self.program.tasks();
         let candidates: Vec<usize> = self
             .threads
             .iter()
             .enumerate()
             .filter(|(index, t)| {
                 t.core == src
-                    && tasks[*index].activity.runnable()
+                    && self.on_cpu(*index)
                     && self.place_cores[t.place].len() > 1
                     && self.place_allows[t.place][dst]
                     && {

@@ -169,9 +169,12 @@ pub struct WorkloadSpec {
     /// between two waits (a barrier round, a pipeline item), in seconds;
     /// `None`: often enough that its waking threads take all they can from
     /// another session's program (`machine.rs`, wake-up preemption), as
-    /// aco's sub-millisecond rounds do. Only that depends on it: the
-    /// simulated rounds (0.1 s) and items (25 ms) keep their length, which
-    /// the fluid model does not need shorter.
+    /// aco's sub-millisecond rounds do. The simulated rounds (0.1 s) and
+    /// items (25 ms) keep their length, which the fluid model does not need
+    /// shorter: that preemption and the turns of a spinning program's
+    /// threads on a shared core depend on the grain (`machine.rs`), and
+    /// `spin_s` is then the real program's, a spin of `spin_s / grain_s`
+    /// of a simulated round's work.
     pub grain_s: Option<f64>,
     /// The program also has the main thread that created its workers and
     /// sleeps in `join` until they end, as every `pinlearn work` program
@@ -360,11 +363,17 @@ impl WorkloadSpec {
             }
             WorkloadKind::Barrier | WorkloadKind::BarrierSpin | WorkloadKind::Heat => {
                 let rounds = (self.duration_s / ROUND_SECONDS).round().max(1.0) as u64;
-                let round_work = weights.iter().map(|w| w * per_unit / rounds as f64).collect();
-                let wait = match (self.kind, self.spin_s) {
-                    (WorkloadKind::Barrier | WorkloadKind::Heat, _) => Wait::Block,
-                    (_, Some(spin)) => Wait::Spin(spin),
-                    (_, None) => Wait::Spin(f64::INFINITY),
+                let round_work: Vec<f64> = weights.iter().map(|w| w * per_unit / rounds as f64).collect();
+                let wait = match (self.kind, self.spin_s, self.grain_s) {
+                    (WorkloadKind::Barrier | WorkloadKind::Heat, _, _) => Wait::Block,
+                    // The real program's spin over its grain, as a share of
+                    // a simulated round's work.
+                    (_, Some(spin), Some(grain)) if grain > 0.0 && grain.is_finite() => {
+                        let round = round_work.iter().sum::<f64>() / n.max(1) as f64;
+                        Wait::Spin(spin / grain * round)
+                    }
+                    (_, Some(spin), _) => Wait::Spin(spin),
+                    (_, None, _) => Wait::Spin(f64::INFINITY),
                 };
                 ProgramState::Barrier(BarrierState {
                     jitter: None,
@@ -762,6 +771,19 @@ impl Program {
         match &self.state {
             ProgramState::Barrier(b) => b.round,
             _ => 0,
+        }
+    }
+
+    /// How long a thread waiting at a barrier spins before it blocks
+    /// (infinite: until released); `None` where waiting threads block at
+    /// once or the program has no barriers.
+    pub fn spin_while_waiting(&self) -> Option<f64> {
+        match &self.state {
+            ProgramState::Barrier(b) => match b.wait {
+                Wait::Spin(seconds) => Some(seconds),
+                Wait::Block => None,
+            },
+            _ => None,
         }
     }
 

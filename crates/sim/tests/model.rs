@@ -679,6 +679,64 @@ fn waking_workers_preempt_another_session_as_often_as_they_wait_and_a_main_threa
 }
 
 #[test]
+fn spinning_workers_that_share_a_core_take_turns_and_pay_every_spin_but_the_last() {
+    // 4 workers, rounds of 0.1 ms of work, a spin of 0.2 ms (σ = 2) before
+    // they sleep, no load. The completion, in simulated seconds, pinned
+    // to `cores` (keys 1 ...).
+    let completion = |grain_s: Option<f64>, cores: &[usize]| {
+        let workload = WorkloadSpec {
+            spin_s: Some(2e-4),
+            grain_s,
+            ..spec(WorkloadKind::BarrierSpin, cores.len(), 10.0)
+        };
+        let mut machine = pinned_beside_a_loop(&workload, 0.0, cores);
+        machine.advance_to(1000.0);
+        machine.completion().expect("the rounds end")
+    };
+    // Two a core: each round's k w of work takes k w + (k - 1) σ w, twice
+    // the fluid share's time.
+    let fluid = completion(None, &[0, 1, 0, 1]);
+    assert!(close(fluid, 10.0, 0.01), "{fluid}");
+    let turns = completion(Some(1e-4), &[0, 1, 0, 1]);
+    assert!(close(turns, 2.0 * fluid, 0.01), "{turns} against {fluid}");
+    // Four on one core: 1 + 3/4 σ = 2.5 times its fluid time (two cores'
+    // work on one: 20 s).
+    let crowded = completion(Some(1e-4), &[0, 0, 0, 0]);
+    assert!(close(crowded, 2.5 * 20.0, 0.01), "{crowded}");
+    // One a core: nobody waits behind a spinner.
+    let alone = completion(Some(1e-4), &[0, 1]);
+    assert!(close(alone, completion(None, &[0, 1]), 0.01), "{alone}");
+}
+
+#[test]
+fn spinning_workers_preempt_another_session_only_where_their_spins_are_short_beside_their_turns() {
+    // The other session's share of core 0 over 10 s, workers pinned to
+    // alternate cores, rounds of 0.2 ms of work, the spin given.
+    let background_share = |workers: usize, spin_s: f64| {
+        let workload = WorkloadSpec {
+            spin_s: Some(spin_s),
+            grain_s: Some(2e-4),
+            ..spec(WorkloadKind::BarrierSpin, workers, 100.0)
+        };
+        let cores: Vec<usize> = (0..workers).map(|i| i % 2).collect();
+        let mut machine = pinned_beside_a_loop(&workload, 1.0, &cores);
+        machine.advance_to(10.0);
+        let (_, background) = machine.cpu_given();
+        background[0] / 10.0
+    };
+    // Two a core: a spin of half the partner's work (σ = 0.5 <= k - 1)
+    // preempts as blocking waits do; one of twice it (σ = 2) not at all.
+    let short = background_share(4, 1e-4);
+    assert!(close(short, 0.1, 0.02), "{short}");
+    let long = background_share(4, 4e-4);
+    assert!(long > 0.3, "{long}");
+    // Four a core wait for three partners' work: the same spin still
+    // preempts (σ / (k - 1) = 2/3), as measured.
+    let four = background_share(8, 4e-4);
+    assert!(close(four, 0.1, 0.02), "{four}");
+}
+
+#[test]
 fn a_consumer_beside_another_session_stalls_its_producer_when_the_queue_fills_within_a_slice() {
     // Stages 3,1,1, one thread each, pinned as a round-robin pin does with
     // the main thread first (`pinlearn work pipeline --stages 3,1,1`): the
