@@ -21,8 +21,11 @@
 //!     │                     where Linux crowded a node (1.5x the mean of
 //!     │                     threads per core), the threads that gain by it,
 //!     │                     as crowd moves judge from Linux's last period,
-//!     │                     leave for the nodes it left short; if that
-//!     │                     probe loses, they go back to Linux's nodes
+//!     │                     leave for the nodes it left short (threads
+//!     │                     seen spinning, where a node holds 1.1x the mean:
+//!     │                     as many per node as the round-robin pin, the
+//!     │                     fewest away from Linux's); if that probe loses,
+//!     │                     they go back to Linux's nodes
 //!     │
 //!     ├─2─ u = objective.utilities(speeds)
 //!     │      every thread not fresh: pla.learn(u_i)  (reinforces last period's place)
@@ -529,13 +532,43 @@ impl LearnPolicy {
         linux_core: &[Option<usize>],
         linux_node: &[Option<usize>],
     ) -> Vec<Option<usize>> {
-        // Spinning threads' run shares do not tell crowding (crowd.rs).
-        if self.cfg.moves != Moves::Crowd || self.spinning() {
+        if self.cfg.moves != Moves::Crowd {
             return linux_node.to_vec();
         }
         let awake: Vec<bool> = self.threads.iter().map(|thread| !thread.naps.asleep()).collect();
         let cores: Vec<usize> = self.node_cores.iter().map(Vec::len).collect();
-        let Some(crowded) = crowded_nodes(linux_node, &awake, &cores) else {
+        // Spinning threads' run shares do not tell crowding (crowd.rs), and
+        // Linux is blind to it: where it left a node short, as many threads
+        // start on each node as the round-robin pin puts there, the fewest
+        // of them away from the node Linux had them on (their memory).
+        if self.spinning() && crowded_nodes(linux_node, &awake, &cores, SPIN_CROWDED_FACTOR).is_some() {
+            let placed = linux_node.iter().flatten().count();
+            let mut room = vec![0usize; cores.len()];
+            for &core in self.cores.iter().cycle().take(placed) {
+                room[self.node_of_core(core)] += 1;
+            }
+            let mut start: Vec<Option<usize>> = linux_node
+                .iter()
+                .map(|node| {
+                    node.filter(|&node| {
+                        let stays = room[node] > 0;
+                        room[node] -= usize::from(stays);
+                        stays
+                    })
+                })
+                .collect();
+            let mut short = (0..cores.len()).flat_map(|node| std::iter::repeat_n(node, room[node]));
+            for (node, linux) in start.iter_mut().zip(linux_node) {
+                if linux.is_some() && node.is_none() {
+                    *node = short.next();
+                }
+            }
+            return start;
+        }
+        if self.spinning() {
+            return linux_node.to_vec();
+        }
+        let Some(crowded) = crowded_nodes(linux_node, &awake, &cores, CROWDED_NODE_FACTOR) else {
             return linux_node.to_vec();
         };
         // The threads of a crowded node may go to its cores or to those of
@@ -875,6 +908,11 @@ const CROSS_AGAIN_AFTER_S: f64 = 10.0;
 /// another program loads, or has not spread it yet.
 const CROWDED_NODE_FACTOR: f64 = 1.5;
 
+/// The same for a program seen spinning: the learner's first probe
+/// starts on the round-robin pin where Linux left any node this much
+/// denser than the mean (and so another short).
+const SPIN_CROWDED_FACTOR: f64 = 1.1;
+
 /// How Linux left a node: with at least [`CROWDED_NODE_FACTOR`] times the
 /// program's mean of awake threads per core, with fewer than the mean
 /// (short), or neither.
@@ -888,7 +926,7 @@ enum NodeCrowd {
 /// Every node's [`NodeCrowd`] from the node Linux had each thread on
 /// (`None`: not placed) and whether it is awake, with `cores[n]` cores on
 /// node n; `None` when no node is crowded (or there is one node).
-fn crowded_nodes(linux_node: &[Option<usize>], awake: &[bool], cores: &[usize]) -> Option<Vec<NodeCrowd>> {
+fn crowded_nodes(linux_node: &[Option<usize>], awake: &[bool], cores: &[usize], factor: f64) -> Option<Vec<NodeCrowd>> {
     let mut counts = vec![0usize; cores.len()];
     for (node, &awake) in linux_node.iter().zip(awake) {
         if let (Some(node), true) = (node, awake) {
@@ -906,7 +944,7 @@ fn crowded_nodes(linux_node: &[Option<usize>], awake: &[bool], cores: &[usize]) 
         .zip(cores)
         .map(|(&count, &c)| {
             let density = count as f64 / c.max(1) as f64;
-            if c > 0 && density >= CROWDED_NODE_FACTOR * mean {
+            if c > 0 && density >= factor * mean {
                 NodeCrowd::Crowded
             } else if c > 0 && density < mean {
                 NodeCrowd::Short
@@ -1695,6 +1733,17 @@ mod tests {
     /// `share[k]` in every period, its speed too. Returns the learner's
     /// placements over 40 periods.
     fn learner_after_linux_on_node_1(moves: Moves, linux: &[Option<usize>], share: &[f64]) -> Vec<Vec<usize>> {
+        learner_after_linux(moves, linux, share, None)
+    }
+
+    /// The same, the threads spending `waiting` of their sampled CPU time
+    /// in waiting code (spinning) in every period.
+    fn learner_after_linux(
+        moves: Moves,
+        linux: &[Option<usize>],
+        share: &[f64],
+        waiting: Option<f64>,
+    ) -> Vec<Vec<usize>> {
         let cfg = LearnConfig {
             guard: GuardConfig {
                 assumed_loss: 0.0,
@@ -1722,6 +1771,7 @@ mod tests {
                 .collect();
             let wants = policy.wants_cores();
             let mut input = input(period, &shares, false);
+            input.waiting = waiting;
             if wants {
                 input.cores = Some(linux);
             }
@@ -1739,24 +1789,30 @@ mod tests {
         // 40 threads on one node of two with 10 cores each.
         let all_on_1 = vec![Some(1); 40];
         let awake = vec![true; 40];
-        assert_eq!(crowded_nodes(&all_on_1, &awake, &[10, 10]), Some(vec![Short, Crowded]));
+        assert_eq!(
+            crowded_nodes(&all_on_1, &awake, &[10, 10], CROWDED_NODE_FACTOR),
+            Some(vec![Short, Crowded])
+        );
         // 28 against 12: 1.4 times the mean, not crowded.
         let split: Vec<Option<usize>> = (0..40).map(|i| Some(usize::from(i >= 12))).collect();
-        assert_eq!(crowded_nodes(&split, &awake, &[10, 10]), None);
+        assert_eq!(crowded_nodes(&split, &awake, &[10, 10], CROWDED_NODE_FACTOR), None);
         // Asleep threads count nowhere; one node is never crowded.
         let mut asleep = [false; 40];
         asleep[..20].fill(true);
         let half_awake: Vec<bool> = asleep.iter().map(|a| !a).collect();
         let mixed: Vec<Option<usize>> = (0..40).map(|i| Some(usize::from(i >= 20))).collect();
         assert_eq!(
-            crowded_nodes(&mixed, &half_awake, &[10, 10]),
+            crowded_nodes(&mixed, &half_awake, &[10, 10], CROWDED_NODE_FACTOR),
             Some(vec![Short, Crowded])
         );
-        assert_eq!(crowded_nodes(&vec![Some(0); 40], &awake, &[20]), None);
+        assert_eq!(
+            crowded_nodes(&vec![Some(0); 40], &awake, &[20], CROWDED_NODE_FACTOR),
+            None
+        );
         // Three nodes: the one in the middle of the mean is even.
         let three: Vec<Option<usize>> = [vec![Some(0); 2], vec![Some(1); 7], vec![Some(2); 12]].concat();
         assert_eq!(
-            crowded_nodes(&three, &[true; 21], &[4, 4, 4]),
+            crowded_nodes(&three, &[true; 21], &[4, 4, 4], CROWDED_NODE_FACTOR),
             Some(vec![Short, Even, Crowded])
         );
     }
@@ -1798,5 +1854,24 @@ mod tests {
         let later: Vec<&Vec<usize>> = crowd.iter().skip_while(|places| on_node_0(places) > 0).collect();
         assert!(!later.is_empty(), "a later probe: {crowd:?}");
         assert!(later.iter().all(|places| on_node_0(places) == 0), "{crowd:?}");
+    }
+
+    #[test]
+    fn spinning_threads_linux_kept_off_a_node_start_as_many_there_as_the_pin_puts() {
+        // Four threads spinning half their time, two a core on node 1,
+        // each measuring all of its core (spinning counts as running): the
+        // round-robin pin puts two on each node. The first two (in key
+        // order) stay on Linux's node, the others go to node 0's cores.
+        let linux = [Some(3), Some(4), Some(3), Some(4)];
+        let share = [1.0; 4];
+        let spinning = learner_after_linux(Moves::Crowd, &linux, &share, Some(0.5));
+        assert_eq!(spinning[0], vec![3, 4, 0, 1], "{spinning:?}");
+        // Working threads measuring the same: the crowd's judgement, by
+        // which nobody gains by leaving.
+        let working = learner_after_linux(Moves::Crowd, &linux, &share, Some(0.0));
+        assert!(working[0].iter().all(|&place| place == 3 || place == 4), "{working:?}");
+        // Spinning, spread by Linux already: they start where Linux had them.
+        let even = learner_after_linux(Moves::Crowd, &[Some(0), Some(3), Some(1), Some(4)], &share, Some(0.5));
+        assert_eq!(even[0], vec![0, 3, 1, 4], "{even:?}");
     }
 }
