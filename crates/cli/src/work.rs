@@ -357,13 +357,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn stream_sizes_are_auto_by_default_or_a_positive_number() {
-        let size_of = |args: &[&str]| match parse(args).map(|work| work.workload) {
-            Ok(Workload::Stream(options)) => Ok(options.size),
+    /// The stream options `args` parse to, or the parse error's text.
+    fn stream_options(args: &[&str]) -> Result<stream::Options, String> {
+        match parse(args).map(|work| work.workload) {
+            Ok(Workload::Stream(options)) => Ok(options),
             Ok(other) => panic!("stream expected, got {other:?}"),
             Err(error) => Err(error.to_string()),
-        };
+        }
+    }
+
+    #[test]
+    fn stream_sizes_are_auto_by_default_or_a_positive_number() {
+        let size_of = |args: &[&str]| stream_options(args).map(|options| options.size);
         assert_eq!(size_of(&["stream"]), Ok(stream::ArraySize::Auto));
         assert_eq!(size_of(&["stream", "--size", "auto"]), Ok(stream::ArraySize::Auto));
         assert_eq!(size_of(&["stream", "--size", "0.5"]), Ok(stream::ArraySize::Times(0.5)));
@@ -375,11 +380,7 @@ mod tests {
 
     #[test]
     fn stream_sweeps_by_gigabytes_unless_told_the_runs() {
-        let sweeps_of = |args: &[&str]| match parse(args).map(|work| work.workload) {
-            Ok(Workload::Stream(options)) => Ok(options.sweeps),
-            Ok(other) => panic!("stream expected, got {other:?}"),
-            Err(error) => Err(error.to_string()),
-        };
+        let sweeps_of = |args: &[&str]| stream_options(args).map(|options| options.sweeps);
         assert_eq!(sweeps_of(&["stream"]), Ok(stream::Sweeps::Gigabytes(44)));
         assert_eq!(
             sweeps_of(&["stream", "--gigabytes", "8"]),

@@ -669,6 +669,18 @@ mod tests {
         memory: Vec<(u32, usize)>,
     }
 
+    impl FakeTarget {
+        /// A target of these threads (key, speed), placed nowhere yet.
+        fn with(threads: Vec<(ThreadKey, Option<f64>)>) -> Self {
+            FakeTarget {
+                threads,
+                initial: None,
+                placed: Vec::new(),
+                memory: Vec::new(),
+            }
+        }
+    }
+
     impl Target for FakeTarget {
         fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
             samples.extend(self.threads.iter().map(|&(key, speed)| ThreadSample::of(key, speed)));
@@ -762,12 +774,7 @@ mod tests {
     fn ended_threads_beyond_the_listed_ones_are_counted_together() {
         let places = places();
         let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None);
-        let mut target = FakeTarget {
-            threads: Vec::new(),
-            initial: None,
-            placed: Vec::new(),
-            memory: Vec::new(),
-        };
+        let mut target = FakeTarget::with(Vec::new());
         // One long-lived thread, and two short ones each period (churn).
         let periods = 500u64;
         for period in 0..periods {
@@ -799,12 +806,7 @@ mod tests {
         let declared = DeclaredBubbles::new(None);
         let engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None)
             .with_declared_bubbles(declared.clone());
-        let target = FakeTarget {
-            threads: tids.iter().map(|&tid| (tid, Some(1.0))).collect(),
-            initial: None,
-            placed: Vec::new(),
-            memory: Vec::new(),
-        };
+        let target = FakeTarget::with(tids.iter().map(|&tid| (tid, Some(1.0))).collect());
         (engine, declared, target)
     }
 
@@ -871,12 +873,7 @@ mod tests {
     fn static_policy_pins_each_thread_once_and_new_threads_when_they_appear() {
         let places = places();
         let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None);
-        let mut target = FakeTarget {
-            threads: vec![(1, Some(1.0)), (2, Some(1.0))],
-            initial: None,
-            placed: vec![],
-            memory: vec![],
-        };
+        let mut target = FakeTarget::with(vec![(1, Some(1.0)), (2, Some(1.0))]);
         engine.step(&mut target, 0.0).unwrap();
         engine.step(&mut target, 0.05).unwrap();
         assert_eq!(target.placed, vec![(1, 0), (2, 1)]);
@@ -898,12 +895,7 @@ mod tests {
         let mut engine = Engine::new(Box::new(StaticPolicy::new(layout)), places, 4, None).with_memory_binding(0.5);
         // Round-robin: threads 1 and 3 on node 0's core, thread 2 on node 1's.
         let threads = vec![(1, Some(1.0)), (2, Some(1.0)), (3, Some(1.0))];
-        let mut target = FakeTarget {
-            threads,
-            initial: None,
-            placed: vec![],
-            memory: vec![],
-        };
+        let mut target = FakeTarget::with(threads);
         for k in 0..12 {
             engine.step(&mut target, k as f64 * 0.05).unwrap();
         }
@@ -927,12 +919,7 @@ mod tests {
             1,
             Some(trace),
         );
-        let mut target = FakeTarget {
-            threads: vec![(7, Some(0.5)), (9, None)],
-            initial: None,
-            placed: vec![],
-            memory: vec![],
-        };
+        let mut target = FakeTarget::with(vec![(7, Some(0.5)), (9, None)]);
         for k in 0..3 {
             engine.step(&mut target, k as f64 * 0.05).unwrap();
         }
@@ -971,12 +958,7 @@ mod tests {
         let places = places();
         let policy = LearnPolicy::new(places.layout.clone(), cfg, 1);
         let mut engine = Engine::new(Box::new(policy), places, 1, Some(Trace::create(&path).unwrap()));
-        let mut target = FakeTarget {
-            threads: vec![(7, Some(0.5)), (9, Some(0.25))],
-            initial: None,
-            placed: vec![],
-            memory: vec![],
-        };
+        let mut target = FakeTarget::with(vec![(7, Some(0.5)), (9, Some(0.25))]);
         for k in 0..6 {
             engine.step(&mut target, k as f64 * 0.05).unwrap();
         }
@@ -1020,12 +1002,7 @@ mod tests {
         );
         let mut engine =
             Engine::new(Box::new(policy), places, 1, Some(Trace::create(&path).unwrap())).with_bubbles(rules);
-        let mut target = FakeTarget {
-            threads: vec![(7, Some(0.5)), (9, Some(0.5))],
-            initial: None,
-            placed: vec![],
-            memory: vec![],
-        };
+        let mut target = FakeTarget::with(vec![(7, Some(0.5)), (9, Some(0.5))]);
         for k in 0..2 {
             engine.step(&mut target, k as f64 * 0.05).unwrap();
         }
