@@ -338,11 +338,12 @@ pub struct SimMachine {
     wake_preempts: f64,
     /// The spin a thread wastes each round where the program's workers
     /// share a core, over the work it does in a round (σ, 0 where no
-    /// turns are modelled): the program's rounds are shorter than a
-    /// scheduler slice (its grain given) and its threads spin while they
-    /// wait, so the workers of a core take turns at each round, and the one
-    /// that arrives first spins `min(spin, slice)` while the others wait
-    /// for the core behind it ([`Self::turns`]). Fixed for the run.
+    /// turns are modelled): where the program's grain is given and its
+    /// threads spin while they wait, the workers of a core take turns at
+    /// each round, and all but the last to arrive spin `min(spin, slice)`
+    /// while the others wait for the core behind them ([`Self::turns`];
+    /// it matters where the rounds are shorter than a slice, σ large).
+    /// Fixed for the run.
     turn_spin: f64,
     /// The run time per sleep the manager reads of each worker (the
     /// voluntary switches of /proc/PID/task/TID/status): the program's
@@ -807,7 +808,8 @@ impl SimMachine {
     /// spin-then-block` pinned beside another session's loop, 2 threads a
     /// CPU (rounds of 0.12 ms of work each) left the loop 0.07, 0.38, 0.54,
     /// 0.58 and 0.61 of its CPU with spins of 50, 100, 200, 400 and 800 us;
-    /// 4 a CPU (0.06 ms each) 0.04, 0.01, 0.05, 0.52 and 0.56.
+    /// 4 a CPU (0.06 ms each) 0.04, 0.01, 0.05, 0.52 and 0.56 (a first
+    /// run; the second, logged, within 0.04 but at 100 us: 0.23).
     fn spinners_preempt(&self, k: u32) -> f64 {
         if self.turn_spin > 0.0 && k >= 2 {
             (2.0 - self.turn_spin / f64::from(k - 1)).clamp(0.0, 1.0)
