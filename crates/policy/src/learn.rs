@@ -538,35 +538,12 @@ impl LearnPolicy {
         let awake: Vec<bool> = self.threads.iter().map(|thread| !thread.naps.asleep()).collect();
         let cores: Vec<usize> = self.node_cores.iter().map(Vec::len).collect();
         // Spinning threads' run shares do not tell crowding (crowd.rs), and
-        // Linux is blind to it: where it left a node short, as many threads
-        // start on each node as the round-robin pin puts there, the fewest
-        // of them away from the node Linux had them on (their memory).
-        if self.spinning() && crowded_nodes(linux_node, &awake, &cores, SPIN_CROWDED_FACTOR).is_some() {
-            let placed = linux_node.iter().flatten().count();
-            let mut room = vec![0usize; cores.len()];
-            for &core in self.cores.iter().cycle().take(placed) {
-                room[self.node_of_core(core)] += 1;
-            }
-            let mut start: Vec<Option<usize>> = linux_node
-                .iter()
-                .map(|node| {
-                    node.filter(|&node| {
-                        let stays = room[node] > 0;
-                        room[node] -= usize::from(stays);
-                        stays
-                    })
-                })
-                .collect();
-            let mut short = (0..cores.len()).flat_map(|node| std::iter::repeat_n(node, room[node]));
-            for (node, linux) in start.iter_mut().zip(linux_node) {
-                if linux.is_some() && node.is_none() {
-                    *node = short.next();
-                }
-            }
-            return start;
-        }
+        // Linux is blind to it.
         if self.spinning() {
-            return linux_node.to_vec();
+            return match crowded_nodes(linux_node, &awake, &cores, SPIN_CROWDED_FACTOR) {
+                Some(_) => self.spread_as_the_pin(linux_node),
+                None => linux_node.to_vec(),
+            };
         }
         let Some(crowded) = crowded_nodes(linux_node, &awake, &cores, CROWDED_NODE_FACTOR) else {
             return linux_node.to_vec();
@@ -609,6 +586,35 @@ impl LearnPolicy {
             .zip(linux_core)
             .map(|(&place, core)| core.map(|_| self.node_of_core(place)))
             .collect()
+    }
+
+    /// The node each thread Linux placed (`linux_node`) starts on where a
+    /// spinning program was left crowded: as many on each node as the
+    /// round-robin pin puts there, the fewest of them away from the node
+    /// Linux had them on (their memory; in key order, the first stay).
+    fn spread_as_the_pin(&self, linux_node: &[Option<usize>]) -> Vec<Option<usize>> {
+        let placed = linux_node.iter().flatten().count();
+        let mut room = vec![0usize; self.layout.nodes()];
+        for &core in self.cores.iter().cycle().take(placed) {
+            room[self.node_of_core(core)] += 1;
+        }
+        let mut start: Vec<Option<usize>> = linux_node
+            .iter()
+            .map(|node| {
+                node.filter(|&node| {
+                    let stays = room[node] > 0;
+                    room[node] -= usize::from(stays);
+                    stays
+                })
+            })
+            .collect();
+        let mut short = (0..room.len()).flat_map(|node| std::iter::repeat_n(node, room[node]));
+        for (node, linux) in start.iter_mut().zip(linux_node) {
+            if linux.is_some() && node.is_none() {
+                *node = short.next();
+            }
+        }
+        start
     }
 
     /// Step 4 with `moves = "crowd"`: every thread keeps its place unless

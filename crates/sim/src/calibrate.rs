@@ -326,8 +326,7 @@ fn spinning_round(round: f64, per_core: usize, spin: f64, slice: f64) -> (f64, f
     let k = per_core.max(1) as f64;
     let spin = spin.min(slice);
     let work = ((round - (k - 1.0) * spin) / k).max(round / (4.0 * k));
-    let sigma = spin / work;
-    (work, 1.0 / (1.0 + (k - 1.0) / k * sigma))
+    (work, 1.0 / crate::machine::turns_slowdown(per_core, spin / work))
 }
 
 /// One cell side by side.
@@ -479,6 +478,7 @@ pub fn calibrate(
     let mut cells = Vec::new();
     let mut skipped = Vec::new();
     let real_cells = real.cells();
+    let slice = crate::machine::scheduler_slice_s(topology.core_count());
     for (name, command) in &real.workloads {
         let (base, waits) = match sim_workload(name, command) {
             Ok(found) => found,
@@ -515,7 +515,6 @@ pub fn calibrate(
                 continue;
             };
             let round_s = waits.map(|n| duration / n);
-            let slice = crate::machine::scheduler_slice_s(topology.core_count());
             let per_core = threads.max(1).div_ceil(topology.core_count().max(1));
             let (grain_s, duration_s) = match (round_s, base.kind) {
                 (Some(round), WorkloadKind::BarrierSpin) => {

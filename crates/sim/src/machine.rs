@@ -50,7 +50,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::background::BackgroundSchedule;
-use crate::workload::{Activity, PipelineStages, Program, WORK_EPSILON, WorkloadSpec};
+use crate::workload::{Activity, PipelineStages, Program, WORK_EPSILON, WorkloadKind, WorkloadSpec};
 
 /// Weight of the program's task group when its session is not the
 /// background's (autogroup): one nice-0 thread's worth, split over the
@@ -107,6 +107,16 @@ const BASE_SLICE_S: f64 = 0.7e-3;
 pub(crate) fn scheduler_slice_s(cores: usize) -> f64 {
     let factor = 1 + cores.clamp(1, 8).ilog2();
     BASE_SLICE_S * f64::from(factor)
+}
+
+/// How many times slower `k` workers of a program that spins `σ` times a
+/// round's work while it waits progress on one core than by their CPU
+/// time: they take turns, and of every round's `k` works the first `k - 1`
+/// to arrive spin `σ` works' worth each while the others wait behind them
+/// (the machine's turns; calibration sizes the real rounds with it).
+pub(crate) fn turns_slowdown(k: usize, sigma: f64) -> f64 {
+    let k = k.max(1) as f64;
+    1.0 + (k - 1.0) / k * sigma
 }
 
 /// Per queue of a pipeline (between stage s and s + 1), the share of their
@@ -471,8 +481,8 @@ impl SimMachine {
         let grain = spec.grain_s.filter(|g| g.is_finite() && *g > 0.0);
         // The real program's spin (the simulated one is scaled to the
         // simulated rounds).
-        let turn_spin = match (grain, program.spin_while_waiting()) {
-            (Some(grain), Some(_)) => spec.spin_s.unwrap_or(f64::INFINITY).min(slice) / grain,
+        let turn_spin = match (grain, spec.kind) {
+            (Some(grain), WorkloadKind::BarrierSpin) => spec.spin_s.unwrap_or(f64::INFINITY).min(slice) / grain,
             _ => 0.0,
         };
         // What the manager reads of the threads' rhythm and the others' group.
@@ -834,12 +844,10 @@ impl SimMachine {
         self.remote_slowdown(thread) * self.turns(thread)
     }
 
-    /// How many times a thread's work is slower than its CPU time where `k`
-    /// workers of a program whose rounds are shorter than a slice share its
-    /// core (`k` >= 2, [`Self::turn_spin`] σ > 0): they take turns, and of
-    /// every round's `k` works of `w` the first `k - 1` to arrive spin `σ w`
-    /// each while the rest wait behind them, so the core does `k w` of work
-    /// in `k w + (k - 1) σ w` (1 elsewhere). What this costs Linux beside
+    /// How many times a thread's work is slower than its CPU time where
+    /// `k` >= 2 workers of a program with turns ([`Self::turn_spin`] σ > 0)
+    /// share its core: [`turns_slowdown`] (1 elsewhere), the core doing
+    /// `k w` of work in `k w + (k - 1) σ w`. What this costs Linux beside
     /// another session's load, measured: `aco --sync spin-then-block`
     /// (spin 0.2 ms, rounds of 0.1-0.2 ms) with all its threads on the free
     /// CPU took 2.2, 2.5 and 2.9 times as long as on both CPUs with 8, 4
@@ -847,8 +855,7 @@ impl SimMachine {
     fn turns(&self, thread: &SimThread) -> f64 {
         let k = self.residents[thread.core];
         if self.turn_spin > 0.0 && k >= 2 {
-            let k = f64::from(k);
-            1.0 + (k - 1.0) / k * self.turn_spin
+            turns_slowdown(k as usize, self.turn_spin)
         } else {
             1.0
         }

@@ -774,19 +774,6 @@ impl Program {
         }
     }
 
-    /// How long a thread waiting at a barrier spins before it blocks
-    /// (infinite: until released); `None` where waiting threads block at
-    /// once or the program has no barriers.
-    pub fn spin_while_waiting(&self) -> Option<f64> {
-        match &self.state {
-            ProgramState::Barrier(b) => match b.wait {
-                Wait::Spin(seconds) => Some(seconds),
-                Wait::Block => None,
-            },
-            _ => None,
-        }
-    }
-
     /// The threads sleep while they wait (at barriers, blocking or
     /// spinning a while and then blocking; on a pipeline's empty or full
     /// queues) and are woken again and again: on a real machine such threads

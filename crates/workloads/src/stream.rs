@@ -47,6 +47,9 @@ use std::time::{Duration, Instant};
 
 /// Elements of one array at `--size 1` (64 MiB of f64).
 const BASE_ELEMENTS: f64 = (64 << 20) as f64 / 8.0;
+/// Bytes STREAM counts for an element of a triad sweep: two 8-byte loads
+/// and one 8-byte store.
+const BYTES_PER_ELEMENT: u64 = 24;
 /// Elements per heartbeat unit.
 const BLOCK: usize = 64 << 10;
 const SCALAR: f64 = 3.0;
@@ -119,7 +122,7 @@ impl Sweeps {
             Sweeps::Runs(runs) => Some(runs).filter(|&runs| runs > 0),
             Sweeps::Gigabytes(0) => None,
             Sweeps::Gigabytes(gigabytes) => {
-                let per_sweep = 24 * elements.max(1) as u64;
+                let per_sweep = BYTES_PER_ELEMENT * elements.max(1) as u64;
                 u32::try_from((u64::from(gigabytes) * 1_000_000_000).div_ceil(per_sweep)).ok()
             }
         }
@@ -314,7 +317,7 @@ pub fn run(opts: &Options, common: &Common) -> Result<Report, WorkError> {
         array_mib: (elements * 8) as f64 / f64::from(1 << 20),
         array_size_from,
         runs,
-        bandwidth_gbs: 24.0 * elements as f64 * f64::from(runs) / timed_s / 1e9,
+        bandwidth_gbs: BYTES_PER_ELEMENT as f64 * elements as f64 * f64::from(runs) / timed_s / 1e9,
         timed_s,
         checksum,
     })
