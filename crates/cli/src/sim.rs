@@ -92,6 +92,12 @@ pub struct SimArgs {
     /// (100ms) and items (25ms) keep their length
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub grain: Option<Duration>,
+    /// The simulated program reports its progress, as the papers' workloads do with heartbeats, and the
+    /// learner's guard compares the work done per second; by default it reports nothing, like a program nobody
+    /// changed, and the guard compares the CPU time its threads got in working code [default: with --calibrate,
+    /// as each bench workload ran: heartbeats unless its command says --no-heartbeats]
+    #[arg(long)]
+    pub heartbeats: bool,
     /// pipeline: relative work per item of each stage
     #[arg(long, value_delimiter = ',', default_value = "2,1,1", value_name = "LIST")]
     pub stages: Vec<f64>,
@@ -174,6 +180,7 @@ impl SimArgs {
             memory_intensity: self.memory_intensity,
             grain_s: self.grain.map(|d| d.as_secs_f64()),
             main_thread: false,
+            heartbeats: self.heartbeats,
         };
         options.scenarios = self.scenarios.clone().map(|list| list.0);
         options.full_matrix = self.matrix.is_some();

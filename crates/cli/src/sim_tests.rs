@@ -188,6 +188,7 @@ fn the_dry_run_describes_the_plan_and_runs_nothing() {
     assert!(text.contains("D (2 threads per core"), "{text}");
     assert!(text.contains("from 20.0 s: cores 2-3"), "{text}");
     assert!(text.contains("24 runs on 2 thread(s)"), "{text}");
+    assert!(text.contains("the program reports nothing"), "{text}");
 }
 
 #[test]
@@ -248,6 +249,52 @@ fn a_run_that_hits_the_horizon_is_reported_unfinished() {
 /// places Linux had, so probing costs about the probe budget. Before it,
 /// the simulated Linux kept the learner's leftovers and the guarded learner
 /// finished 7-26% after the OS on these cells (docs/simulator.md).
+#[test]
+fn by_default_the_program_reports_nothing_and_heartbeats_report_its_progress() {
+    let silent = command(&[]).to_options().expect("options");
+    assert!(!silent.workload.heartbeats, "a program nobody changed reports nothing");
+    let beating = command(&["--heartbeats"]).to_options().expect("options");
+    assert!(beating.workload.heartbeats);
+    // The guard compares another measure, so the learner's runs differ
+    // (Linux's and the pin's do not: nothing places them by it).
+    let dir = tempfile::tempdir().unwrap();
+    let mut outputs = Vec::new();
+    for (name, extra) in [("silent.json", None), ("beating.json", Some("--heartbeats"))] {
+        let path = dir.path().join(name).to_str().unwrap().to_string();
+        let mut args = vec![
+            "--topology",
+            "node:2 core:3 pu:1",
+            "--threads",
+            "8",
+            "--seeds",
+            "1",
+            "--quiet",
+        ];
+        args.extend([
+            "--scenarios",
+            "A.2",
+            "--workload",
+            "barrier",
+            "--schedulers",
+            "os,learn",
+        ]);
+        args.extend(["--duration", "30s", "--json", &path]);
+        args.extend(extra);
+        run(&command(&args)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(json["workload"]["heartbeats"], extra.is_some(), "the JSON says which");
+        outputs.push(json["runs"].as_array().unwrap().clone());
+    }
+    let of = |runs: &[serde_json::Value], scheduler: &str| -> Vec<f64> {
+        runs.iter()
+            .filter(|r| r["scheduler"] == scheduler)
+            .map(|r| r["completion_s"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(of(&outputs[0], "os"), of(&outputs[1], "os"));
+    assert_ne!(of(&outputs[0], "learn"), of(&outputs[1], "learn"));
+}
+
 #[test]
 fn the_guarded_learner_stays_near_the_os_where_the_os_is_right() {
     let dir = tempfile::tempdir().unwrap();

@@ -247,9 +247,8 @@ pub fn sim_workload(name: &str, command: &str) -> Result<(WorkloadSpec, Option<f
             .and_then(|text| text.parse::<f64>().ok())
             .filter(|n| n.is_finite() && *n >= 1.0)
     };
-    let workload = words
-        .iter()
-        .position(|w| *w == "work")
+    let work_at = words.iter().position(|w| *w == "work");
+    let workload = work_at
         .and_then(|i| {
             words[i + 1..]
                 .iter()
@@ -259,9 +258,12 @@ pub fn sim_workload(name: &str, command: &str) -> Result<(WorkloadSpec, Option<f
         .unwrap_or(name);
     // A `pinlearn work` program: its main thread creates the workers and
     // waits for them in join, and a round-robin pin counts it too.
+    // It beats as it ran: heartbeats unless its command turned them off
+    // (another program reports nothing).
     let mut spec = WorkloadSpec {
         memory_intensity: 0.0,
         main_thread: true,
+        heartbeats: work_at.is_some() && !words.contains(&"--no-heartbeats"),
         ..WorkloadSpec::default()
     };
     let waits = match workload {
@@ -785,6 +787,9 @@ mod tests {
         let (aco, waits) = sim_workload("aco", "pinlearn work aco --iterations 3000").expect("maps");
         assert_eq!((aco.kind, waits), (WorkloadKind::Barrier, Some(6000.0)));
         assert!(aco.main_thread, "a `pinlearn work` program has its main thread");
+        assert!(aco.heartbeats, "a `pinlearn work` program beats unless told not to");
+        let (silent, _) = sim_workload("aco", "pinlearn work aco --iterations 3000 --no-heartbeats").expect("maps");
+        assert!(!silent.heartbeats, "--no-heartbeats: it reports nothing");
         let (spin, waits) =
             sim_workload("aco-spin", "pinlearn work aco --sync spin-then-block --spin 1ms").expect("maps");
         assert_eq!((spin.kind, spin.spin_s), (WorkloadKind::BarrierSpin, Some(0.001)));

@@ -36,6 +36,15 @@ use crate::workload::WorkloadSpec;
 /// "node:2 core:14 pu:1" --threads 40`): a rough figure for `--dry-run`.
 const THREAD_PERIODS_PER_SECOND: f64 = 2.0e6;
 
+/// What the simulated program tells the manager of its progress, in words.
+fn reports(workload: &WorkloadSpec) -> &'static str {
+    if workload.heartbeats {
+        "the program reports its progress (heartbeats)"
+    } else {
+        "the program reports nothing"
+    }
+}
+
 /// What `pinlearn sim` was asked to do.
 #[derive(Clone, Debug)]
 pub struct SimOptions {
@@ -235,13 +244,14 @@ impl Plan {
         let experiment = &self.experiment;
         let workload = &experiment.workload;
         let mut text = format!(
-            "sim plan: {} ({} cores), {} {} threads, {} s nominal, metric {:?}\nschedulers {}; seeds {:?}\n",
+            "sim plan: {} ({} cores), {} {} threads, {} s nominal, metric {:?}, {}\nschedulers {}; seeds {:?}\n",
             experiment.topology.source(),
             experiment.topology.core_count(),
             workload.threads,
             workload.kind,
             workload.duration_s,
             experiment.params.metric,
+            reports(workload),
             self.schedulers
                 .iter()
                 .map(ToString::to_string)
@@ -353,13 +363,14 @@ pub fn run(options: &SimOptions) -> Result<Vec<RunRecord>, SimError> {
     let experiment = &plan.experiment;
     if !options.quiet {
         eprintln!(
-            "pinlearn sim: {} ({} cores), {} {} threads, {} s nominal, metric {:?}, {} scenario(s) x {} scheduler(s) x {} seed(s)",
+            "pinlearn sim: {} ({} cores), {} {} threads, {} s nominal, metric {:?}, {}, {} scenario(s) x {} scheduler(s) x {} seed(s)",
             experiment.topology.source(),
             experiment.topology.core_count(),
             experiment.workload.threads,
             experiment.workload.kind,
             experiment.workload.duration_s,
             experiment.params.metric,
+            reports(&experiment.workload),
             plan.scenarios.len(),
             plan.schedulers.len(),
             plan.seeds.len()

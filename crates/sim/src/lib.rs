@@ -119,6 +119,12 @@
 //! - `instructions`: work rate while working, full `cpu_i` while spinning or
 //!   paying a migration: busy-waiting counts as progress, as in the papers.
 //!
+//! **The application's progress** (what the guard compares), per period: the
+//! work done / `T` where the program beats (`WorkloadSpec::heartbeats`, or
+//! the `heartbeat` metric); else what a live target reports without
+//! heartbeats: the threads' CPU time in working code (`useful`; all of it
+//! with `cpu`), or their summed `instructions`.
+//!
 //! **Calibration** ([`calibrate`]): the cells of a real `pinlearn bench`
 //! simulated on its topology, ratios side by side.
 //!

@@ -359,6 +359,8 @@ pub struct SimMachine {
     /// voluntary switches of /proc/PID/task/TID/status): the program's
     /// grain where it sleeps while it waits, else none. Fixed for the run.
     grain_seen: Option<f64>,
+    /// The program reports its progress ([`WorkloadSpec::heartbeats`]).
+    heartbeats: bool,
     /// Linux's slice where the background runs in another session (the
     /// manager's scan of the other programs' groups), else `None`.
     wake_slice: Option<f64>,
@@ -393,9 +395,11 @@ pub struct SimMachine {
     /// core of its node and moved nothing ([`MachineParams::rotate_after_s`]).
     balance_failed: Vec<u32>,
     last_observe: Option<f64>,
-    /// `totals.work` at the last observation, and the work rate (core-seconds
-    /// per second) over the period it closed: the application's progress,
-    /// as the real workloads' heartbeats report it.
+    /// `totals.work` at the last observation, and the application's
+    /// progress over the period it closed, as a live target reports it
+    /// ([`SimMachine::progress_of`]): the work rate (core-seconds per
+    /// second) where the program beats, else what the threads' CPU time
+    /// shows.
     work_at_observe: f64,
     last_progress: Option<f64>,
     /// Share of the last period's CPU time not spent working (metric `useful`).
@@ -510,6 +514,7 @@ impl SimMachine {
             wake_preempts,
             turn_spin,
             grain_seen,
+            heartbeats: spec.heartbeats,
             wake_slice,
             queue_kept,
             queue_stall: vec![0.0; spec.tasks()],
@@ -1295,12 +1300,31 @@ impl SimMachine {
         (runnable >= MIN_RUNNABLE_SHARE * elapsed && runnable > 0.0).then(|| acc.cpu_s / runnable)
     }
 
-    /// CPU-seconds spent working (not spinning, not paying a migration).
-    fn worked(acc: &Accumulated) -> f64 {
-        if acc.instructions > 0.0 {
+    /// CPU-seconds spent working (not spinning, not paying a migration), as
+    /// far as the metric tells: all of the CPU time with `cpu`, which does
+    /// not sample the code a thread runs.
+    fn worked(&self, acc: &Accumulated) -> f64 {
+        if self.params.metric != SimMetric::Cpu && acc.instructions > 0.0 {
             acc.cpu_s * (acc.work / acc.instructions).min(1.0)
         } else {
             acc.cpu_s
+        }
+    }
+
+    /// The application's progress as a live target reports it
+    /// (`live::LiveProcess`): the work done per second (`work_rate`) where
+    /// the program beats ([`WorkloadSpec::heartbeats`], or the `heartbeat`
+    /// metric); else the threads' summed speeds with the `instructions`
+    /// metric (counters), and otherwise the CPU time they got in working
+    /// code (`useful`; all of it with `cpu`): blind, as on a real machine,
+    /// to time stalled on remote memory and to a barrier's stragglers.
+    fn progress_of(&self, work_rate: f64, samples: &[ThreadSample]) -> f64 {
+        if self.heartbeats || self.params.metric == SimMetric::Heartbeat {
+            return work_rate;
+        }
+        match self.params.metric {
+            SimMetric::Instructions => samples.iter().filter_map(|s| s.speed).sum(),
+            _ => samples.iter().filter_map(|s| s.worked).sum(),
         }
     }
 
@@ -1356,7 +1380,7 @@ impl Target for SimMachine {
     fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
         let elapsed = self.last_observe.map(|t| self.now - t).filter(|&e| e > 0.0);
         self.last_observe = Some(self.now);
-        self.last_progress = elapsed.map(|e| (self.totals.work - self.work_at_observe) / e);
+        let work_rate = elapsed.map(|e| (self.totals.work - self.work_at_observe) / e);
         self.work_at_observe = self.totals.work;
         let (mut work, mut instructions, mut ran, mut queued) = (0.0, 0.0, 0.0, 0.0);
         // In key order (the main thread, when there is one, comes first).
@@ -1382,9 +1406,13 @@ impl Target for SimMachine {
                 speed,
                 share,
                 grain_s: self.grain_seen.filter(|_| index < self.program.workers()),
-                worked: elapsed.map(|e| noisy(&mut self.worked_rng, self.params.noise, Self::worked(&acc) / e)),
+                worked: elapsed.map(|e| {
+                    let worked = self.worked(&acc) / e;
+                    noisy(&mut self.worked_rng, self.params.noise, worked)
+                }),
             });
         }
+        self.last_progress = work_rate.map(|rate| self.progress_of(rate, samples));
         self.last_samples.clone_from(samples);
         // What samples of waiting code would show: the CPU time not spent working.
         self.last_waiting = (self.params.metric == SimMetric::Useful && instructions > 0.0)

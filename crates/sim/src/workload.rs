@@ -182,6 +182,12 @@ pub struct WorkloadSpec {
     /// placements count like any other (every workload but `fib`, whose
     /// root thread is its own; calibration against real runs sets it).
     pub main_thread: bool,
+    /// The program reports its progress, as the papers' workloads do with
+    /// heartbeats: the guard then compares the work it does per second. By
+    /// default it reports nothing, like a program nobody changed, and the
+    /// manager sees only what the threads' CPU time shows
+    /// (`SimMachine::progress_of`).
+    pub heartbeats: bool,
 }
 
 impl Default for WorkloadSpec {
@@ -199,6 +205,7 @@ impl Default for WorkloadSpec {
             memory_intensity: 0.3,
             grain_s: None,
             main_thread: false,
+            heartbeats: false,
         }
     }
 }

@@ -4,8 +4,11 @@
 //! to the OS, where the OS is blind it must come close to the pin (and
 //! where the model has the OS share the cores out, the pin must not beat
 //! it), and the previous default (the automata's draws) must keep within
-//! 1% of the OS where every thread has a core. Deterministic (seeded); the
-//! tables over several seeds and machines are in docs/simulator.md.
+//! 1% of the OS where every thread has a core. The programs report nothing
+//! (no heartbeats, `WorkloadSpec::heartbeats` off): the guard sees what
+//! their threads' CPU time shows, as with an unmodified program.
+//! Deterministic (seeded); the tables over several seeds and machines are
+//! in docs/simulator.md.
 
 use pinlearn_engine::{Metric, PolicyChoice, Settings};
 use pinlearn_experiment::{LoadSession, Scenario, Scheduler};
@@ -51,8 +54,8 @@ fn on_the_papers_machine_the_learner_keeps_within_two_percent_of_the_os_in_every
     // 2026-11-28 one cell was left out: blocking barriers beside two hogs
     // a loaded core in the program's session, the load moving (D), 1.077;
     // docs/simulator.md, "Linux gets windows to rebalance after the load
-    // moved".) The papers' learner (configs/papers-learner.toml) misses 54
-    // of the 80.
+    // moved".) The papers' learner (configs/papers-learner.toml) missed 54
+    // of the 80 (2026-11-28, with the programs' progress reported).
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut misses = Vec::new();
     for session in [LoadSession::Own, LoadSession::Same] {

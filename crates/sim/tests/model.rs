@@ -186,34 +186,47 @@ fn work_is_conserved_and_measured_progress_adds_up_to_it() {
 }
 
 #[test]
-fn progress_is_the_useful_work_rate_not_the_cpu_spinning_takes() {
+fn progress_is_the_work_rate_where_the_program_beats_else_what_its_cpu_time_shows() {
     // Two barrier threads that spin while they wait, one of them on a core
-    // shared with a background program: the cpu the spinner burns is not
-    // progress; the work done per second is.
+    // shared with a background program. A program that beats reports the
+    // work it does per second; one that reports nothing shows only its CPU
+    // time: all of it with the `cpu` metric (the spinner's too), the time
+    // in working code with `useful` (CPU-clock samples).
     let places = places("node:1 core:2 pu:1");
-    let mut workload = spec(WorkloadKind::BarrierSpin, 2, 2.0);
-    workload.spin_s = Some(10.0);
-    let background = BackgroundSchedule::new(vec![(0.0, vec![1.0, 0.0])]);
-    let mut machine = SimMachine::new(&places, &workload, background, exact(SimMetric::Cpu), 1);
-    observe(&mut machine);
-    assert_eq!(machine.progress(), None, "nothing measured yet");
-    pin(&mut machine, 0, 0);
-    pin(&mut machine, 1, 1);
-    machine.advance_to(0.5);
-    observe(&mut machine);
-    let work = machine.totals().work;
+    let run = |heartbeats: bool, metric: SimMetric| {
+        let mut workload = spec(WorkloadKind::BarrierSpin, 2, 2.0);
+        workload.spin_s = Some(10.0);
+        workload.heartbeats = heartbeats;
+        let background = BackgroundSchedule::new(vec![(0.0, vec![1.0, 0.0])]);
+        let mut machine = SimMachine::new(&places, &workload, background, exact(metric), 1);
+        observe(&mut machine);
+        assert_eq!(machine.progress(), None, "nothing measured yet");
+        pin(&mut machine, 0, 0);
+        pin(&mut machine, 1, 1);
+        machine.advance_to(0.5);
+        observe(&mut machine);
+        let first = (machine.totals().work, machine.progress().unwrap());
+        machine.advance_to(1.0);
+        observe(&mut machine);
+        let second = (machine.totals().work - first.0, machine.progress().unwrap());
+        (first, second)
+    };
     // Rounds of 0.1 core-seconds per thread last 0.2 s (thread 0 runs at
     // half speed): in 0.5 s thread 0 did 0.25, thread 1 its 2.5 rounds'
     // worth plus the start of the third, 0.3, and spun the rest.
+    let ((work, progress), (second, per_period)) = run(true, SimMetric::Cpu);
     assert!(close(work, 0.55, 1e-9), "{work}");
-    assert!(close(machine.progress().unwrap(), work / 0.5, 1e-9));
-    machine.advance_to(1.0);
-    observe(&mut machine);
-    let second = machine.totals().work - work;
-    assert!(
-        close(machine.progress().unwrap(), second / 0.5, 1e-9),
-        "per period, not cumulative"
-    );
+    assert!(close(progress, work / 0.5, 1e-9), "{progress}");
+    assert!(close(per_period, second / 0.5, 1e-9), "per period, not cumulative");
+    // Half a core and a whole one, spinning or not.
+    let ((_, cpu), _) = run(false, SimMetric::Cpu);
+    assert!(close(cpu, 1.5, 1e-9), "{cpu}");
+    // Without the spin: the work, here where no memory is remote.
+    let ((work, useful), _) = run(false, SimMetric::Useful);
+    assert!(close(useful, work / 0.5, 1e-9), "{useful}");
+    // The `heartbeat` metric is a program that beats.
+    let ((work, beats), _) = run(false, SimMetric::Heartbeat);
+    assert!(close(beats, work / 0.5, 1e-9), "{beats}");
 }
 
 #[test]
