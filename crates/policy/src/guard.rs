@@ -347,7 +347,8 @@ pub struct Guard {
     other: Option<f64>,
     /// The champion just took over: probe the old one once more at once.
     confirm: bool,
-    /// The probe in progress, or the last one, was such a confirmation.
+    /// The probe in progress, or the last one, was such a confirmation
+    /// (set as each probe starts).
     confirming: bool,
     /// Arm of the window in progress and periods of it decided so far.
     window_arm: Arm,
@@ -817,9 +818,8 @@ impl Guard {
                 // above its own, half of them on noise (sim, 2x14
                 // `independent` C.1, a program reporting nothing: 1.031x
                 // Linux).
-                let linux_ties = self.champion == Arm::Learn
-                    && std::mem::take(&mut self.confirming)
-                    && probe >= base * (1.0 - self.cfg.margin);
+                let linux_ties =
+                    self.champion == Arm::Learn && self.confirming && probe >= base * (1.0 - self.cfg.margin);
                 if won || linux_ties {
                     self.champion = self.champion.other();
                     self.stats.switches += 1;
