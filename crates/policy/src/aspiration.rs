@@ -314,6 +314,12 @@ impl Aspiration {
         self
     }
 
+    /// Seconds of work on another node after which a thread's memory is
+    /// taken to be there too; `None`: memory stays.
+    pub fn memory_follows_s(&self) -> Option<f64> {
+        self.memory_follows_s
+    }
+
     pub fn config(&self) -> &AspirationConfig {
         &self.cfg
     }

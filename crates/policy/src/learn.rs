@@ -39,7 +39,10 @@
 //!            (crowd.rs): stay, or go where the measurements promise more,
 //!            inside the thread's node; on a NUMA tick (across_nodes) also
 //!            to a core of another node the program holds, the promise
-//!            divided by the remote cost away from the thread's home;
+//!            divided by the remote cost away from the thread's home (where
+//!            memory follows, by a passing cost toward a node with fewer of
+//!            the program's threads per core, any of its cores if it holds
+//!            none there: passing_remote_cost);
 //!            where the threads pool their work (Pooling: what each works
 //!            follows its run share, over spans of the learner's own
 //!            periods), also where the program gains though the thread loses
@@ -130,6 +133,9 @@ pub struct LearnPolicy {
     /// Moving average of the program's waiting share (the share of its
     /// sampled CPU time in waiting code), [`WAITING_AVERAGE_WEIGHT`] a period.
     waiting_avg: Option<f64>,
+    /// Whether `waiting_avg` ever reached [`CROSS_MAX_WAITING`]: a program
+    /// that spins at times (its run shares do not tell crowding then).
+    seen_waiting: bool,
     /// When the crowd forgets the load of a core the threads do not hold
     /// (crowd moves): the guard's wait for a new placement ends then.
     forgets_at: Option<f64>,
@@ -193,6 +199,7 @@ impl LearnPolicy {
             started: false,
             leaving_on_trial: false,
             waiting_avg: None,
+            seen_waiting: false,
             forgets_at: None,
         }
     }
@@ -699,14 +706,38 @@ impl LearnPolicy {
     /// destination (what loads it is not known: trying it is cheap inside
     /// a node, not across), nor is any other node for a thread that
     /// crossed less than [`CROSS_AGAIN_AFTER_S`] ago.
+    ///
+    /// Where memory follows the threads (`memory_follows`, the kernel's
+    /// NUMA balancing), a node holding fewer of the program's awake threads
+    /// per core than the thread's own costs only the passing remote cost
+    /// ([`LearnPolicy::passing_remote_cost`]), and so does any core of such
+    /// a node the program holds none of: load that moved onto the node
+    /// the program was on leaves the node it left idle, and the remote cost
+    /// that kept the threads off it lasts only until their memory follows
+    /// (sim, `--numa-balancing 2s`, 8x32 `barrier` D: the learner kept 37
+    /// threads on the node the load had moved to, beside an idle node, and
+    /// took 1.09x Linux's time; 0.86x with this). A node as crowded as the
+    /// thread's own keeps the full remote cost: crossing there evens
+    /// nothing, and at a passing cost threads traded nodes for shares the
+    /// crowd's promise overrated (4x8 `barrier` C.2 with each node's first
+    /// half loaded: 1.05x Linux).
     fn moves_across_nodes(&mut self, input: &PeriodInput<'_>, occupants: Vec<Occupant>) -> Vec<usize> {
         let whole = [self.cores.clone()];
         let occupants: Vec<Occupant> = occupants.into_iter().map(|o| Occupant { area: 0, ..o }).collect();
+        // The places the awake threads hold, each node's awake threads per
+        // core, and whether any is there.
         let mut held = vec![false; self.layout.places().len()];
+        let mut per_core = vec![0.0; self.layout.nodes()];
+        let mut node_held = vec![false; self.layout.nodes()];
         for occupant in occupants.iter().filter(|o| !o.asleep) {
             held[occupant.place] = true;
+            if let Some(node) = self.layout.places()[occupant.place].node {
+                per_core[node] += 1.0 / self.node_cores[node].len().max(1) as f64;
+                node_held[node] = true;
+            }
         }
         let remote_cost = self.aspiration.remote_cost();
+        let passing = self.passing_remote_cost(input.time_s);
         let threads: Vec<(usize, usize, bool)> = self
             .threads
             .iter()
@@ -720,15 +751,48 @@ impl LearnPolicy {
             let (node, home, cooling) = threads[index];
             let to = layout.places()[core].node.unwrap_or(node);
             if to == node {
-                1.0
-            } else if cooling || !held[core] {
-                f64::INFINITY
-            } else {
+                return 1.0;
+            }
+            if cooling {
+                return f64::INFINITY;
+            }
+            // Where memory follows, a node with fewer of the program's
+            // threads per core (none: the load left it) costs a passing
+            // remote cost, any of its cores if the program holds none.
+            if let Some(passing) = passing
+                && per_core[to] < per_core[node]
+                && (held[core] || !node_held[to])
+            {
+                return if to == home { 1.0 } else { passing };
+            }
+            if held[core] {
                 (kept_on(node, home, remote_cost) / kept_on(to, home, remote_cost)).max(1.0)
+            } else {
+                f64::INFINITY
             }
         };
         self.crowd
             .moves_costed(&self.layout, &self.cfg.crowd, &whole, &occupants, input.time_s, cost)
+    }
+
+    /// How many times slower, spread over its stay, a thread runs on a node
+    /// away from its memory where the memory follows it: the remote cost
+    /// for the `memory_follows` seconds of work until its memory is there
+    /// too, then none, over a stay taken as long as the program has run so
+    /// far (as likely to run as long again), at least
+    /// [`CROSS_AGAIN_AFTER_S`]. `None` where memory stays, and for a program
+    /// ever seen spinning ([`CROSS_MAX_WAITING`]): its run shares do not
+    /// tell crowding, so the crowd's promise of another node is no better
+    /// than a guess (sim, 2x14 `barrier-spin` D with NUMA balancing: one
+    /// NUMA tick with the waiting share briefly below the bound sent 18
+    /// threads across, 0.97 -> 1.08x Linux).
+    fn passing_remote_cost(&self, time_s: f64) -> Option<f64> {
+        let follows_s = self.aspiration.memory_follows_s()?;
+        if self.seen_waiting {
+            return None;
+        }
+        let stay_s = CROSS_AGAIN_AFTER_S.max(time_s);
+        Some(1.0 + (self.aspiration.remote_cost() - 1.0) * (follows_s / stay_s).min(1.0))
     }
 
     /// Step 4 with `moves = "drawn"` (or without crowd moves): each
@@ -808,6 +872,7 @@ impl Policy for LearnPolicy {
 
         if let Some(w) = input.waiting.filter(|w| (0.0..=1.0).contains(w)) {
             self.waiting_avg = Some(self.waiting_avg.map_or(w, |a| a + WAITING_AVERAGE_WEIGHT * (w - a)));
+            self.seen_waiting |= self.waiting_avg.is_some_and(|a| a >= CROSS_MAX_WAITING);
         }
         if self.forgets_at.is_some_and(|at| input.time_s >= at) {
             // A core the crowd believed loaded looks idle now: the learner's
@@ -985,6 +1050,19 @@ mod tests {
     }
     use crate::objective::Objective;
     use crate::{PlaceKind, ThreadSample};
+
+    /// The papers' learner with crowd moves and ζ = 0 (no experiments by
+    /// satisfied threads at the NUMA level).
+    fn crowd_moves_without_zeta() -> LearnConfig {
+        LearnConfig {
+            moves: Moves::Crowd,
+            numa: AspirationConfig {
+                zeta: 0.0,
+                ..AspirationConfig::default()
+            },
+            ..papers()
+        }
+    }
 
     fn samples(keys: &[ThreadKey], speed: Option<f64>) -> Vec<ThreadSample> {
         keys.iter().map(|&key| ThreadSample::of(key, speed)).collect()
@@ -1553,14 +1631,7 @@ mod tests {
                 .collect();
             (moved_before_tick, places, nodes)
         };
-        let cfg = LearnConfig {
-            moves: Moves::Crowd,
-            numa: AspirationConfig {
-                zeta: 0.0,
-                ..AspirationConfig::default()
-            },
-            ..papers()
-        };
+        let cfg = crowd_moves_without_zeta();
         let (moved, places, nodes) = run(cfg, 1.0, None);
         assert_eq!(moved, 0, "inside a node nothing gains");
         assert_eq!(places, vec![4, 3, 1, 4, 0, 3]);
@@ -1577,6 +1648,90 @@ mod tests {
         };
         assert_eq!(run(off, 1.0, None).1, stay, "across_nodes off");
         assert_eq!(run(cfg, 1.0, Some(0.2)).1, stay, "spinning");
+    }
+
+    /// The last placement of threads `keys` after four learner periods and
+    /// a NUMA tick on `layout`, started round robin, each core's other
+    /// program weighing `load[node]` (a thread's run share: 1 / (threads on
+    /// its core + that)), with a remote cost of 2, memory following after
+    /// `follows` seconds of work elsewhere, and `waiting` each period.
+    fn after_a_numa_tick(
+        layout: &Layout,
+        keys: &[ThreadKey],
+        load: &[f64],
+        follows: Option<f64>,
+        waiting: &dyn Fn(u64) -> Option<f64>,
+    ) -> Vec<usize> {
+        let cfg = crowd_moves_without_zeta();
+        let mut policy = LearnPolicy::new(layout.clone(), cfg, 11)
+            .assuming_remote_cost(2.0)
+            .assuming_memory_follows(follows);
+        let mut places: Vec<usize> = Vec::new();
+        for period in 0..=4 {
+            let threads = crowded_samples(keys, &places, |p, crowd| {
+                1.0 / (crowd + load[layout.places()[p].node.expect("a core")])
+            });
+            let mut input = input(period, &threads, period == 4);
+            input.waiting = waiting(period);
+            places = policy.decide(&input).place;
+        }
+        places
+    }
+
+    #[test]
+    fn where_memory_follows_threads_cross_to_a_node_the_load_left_idle() {
+        // Three nodes of one core: round robin puts thread 1 on node 0,
+        // beside another program weighing 4 (a fifth of the core), and
+        // thread 2 on node 1; none is on node 2. Where memory stays, a node
+        // the program does not hold is no destination; where it follows,
+        // thread 1 crosses there at the NUMA tick.
+        let layout = Layout::uniform(3, 1);
+        let core: Vec<usize> = (0..3).map(|node| layout.cores_of(node).next().unwrap()).collect();
+        let load = [4.0, 0.0, 0.0];
+        let never = |_| None;
+        assert_eq!(
+            after_a_numa_tick(&layout, &[1, 2], &load, None, &never),
+            vec![core[0], core[1]]
+        );
+        assert_eq!(
+            after_a_numa_tick(&layout, &[1, 2], &load, Some(2.0), &never),
+            vec![core[2], core[1]]
+        );
+        // Not for a program seen spinning, even once its waiting share has
+        // fallen below the bound for crossing (6% in waiting code at first,
+        // then none: its average is under 5% by the tick).
+        let spun = |period| Some(if period == 0 { 0.06 } else { 0.0 });
+        assert_eq!(
+            after_a_numa_tick(&layout, &[1, 2], &load, Some(2.0), &spun),
+            vec![core[0], core[1]]
+        );
+    }
+
+    #[test]
+    fn where_memory_follows_only_a_sparser_node_costs_the_passing_remote_cost() {
+        // Two nodes of one core. Threads 1 3 share node 0 with a load of 4
+        // (a sixth each), thread 2 has node 1 beside a load of 1: a second
+        // thread there would get a third of the core, which the full remote
+        // cost of 2 halves below what thread 1 has; the passing one (1.2, 2 s
+        // of memory following over 10 s) does not, and node 1 has fewer of
+        // the program's threads per core: thread 1 crosses. With thread 4
+        // on node 1 too, beside a load of 2 against 8 on node 0, a move
+        // would pay as well, but node 1 is as crowded: nothing moves.
+        let layout = Layout::uniform(2, 1);
+        let core: Vec<usize> = (0..2).map(|node| layout.cores_of(node).next().unwrap()).collect();
+        let never = |_| None;
+        let three = [1, 2, 3];
+        assert_eq!(
+            after_a_numa_tick(&layout, &three, &[4.0, 1.0], None, &never),
+            vec![core[0], core[1], core[0]]
+        );
+        assert_eq!(
+            after_a_numa_tick(&layout, &three, &[4.0, 1.0], Some(2.0), &never),
+            vec![core[1], core[1], core[0]]
+        );
+        let four = [1, 2, 3, 4];
+        let stay = vec![core[0], core[1], core[0], core[1]];
+        assert_eq!(after_a_numa_tick(&layout, &four, &[8.0, 2.0], Some(2.0), &never), stay);
     }
 
     /// Runs `periods` learner periods of three threads on one node of four
