@@ -245,10 +245,6 @@ fn a_run_that_hits_the_horizon_is_reported_unfinished() {
     assert!(runs[1]["completion_s"].as_f64().is_some(), "{}", runs[1]);
 }
 
-/// The guard's hand-back: Linux's windows after a probe start from the
-/// places Linux had, so probing costs about the probe budget. Before it,
-/// the simulated Linux kept the learner's leftovers and the guarded learner
-/// finished 7-26% after the OS on these cells (docs/simulator.md).
 #[test]
 fn by_default_the_program_reports_nothing_and_heartbeats_report_its_progress() {
     let silent = command(&[]).to_options().expect("options");
@@ -269,16 +265,17 @@ fn by_default_the_program_reports_nothing_and_heartbeats_report_its_progress() {
             "--seeds",
             "1",
             "--quiet",
-        ];
-        args.extend([
             "--scenarios",
             "A.2",
             "--workload",
             "barrier",
             "--schedulers",
             "os,learn",
-        ]);
-        args.extend(["--duration", "30s", "--json", &path]);
+            "--duration",
+            "30s",
+            "--json",
+            &path,
+        ];
         args.extend(extra);
         run(&command(&args)).unwrap();
         let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -295,6 +292,10 @@ fn by_default_the_program_reports_nothing_and_heartbeats_report_its_progress() {
     assert_ne!(of(&outputs[0], "learn"), of(&outputs[1], "learn"));
 }
 
+/// The guard's hand-back: Linux's windows after a probe start from the
+/// places Linux had, so probing costs about the probe budget. Before it,
+/// the simulated Linux kept the learner's leftovers and the guarded learner
+/// finished 7-26% after the OS on these cells (docs/simulator.md).
 #[test]
 fn the_guarded_learner_stays_near_the_os_where_the_os_is_right() {
     let dir = tempfile::tempdir().unwrap();
