@@ -62,6 +62,10 @@ pub struct SimArgs {
     /// The scenario to plot [default: the first]
     #[arg(long, value_parser = parse_scenario, value_name = "NAME")]
     pub plot_scenario: Option<Scenario>,
+    /// Write one run's trace as CSV: a row per thread per period, the columns of `pinlearn run --trace`
+    /// (the simulated threads' keys as tids); the options must make one run
+    #[arg(long, value_name = "FILE.csv", conflicts_with = "calibrate")]
+    pub trace: Option<PathBuf>,
     /// Print the plan (cells, schedulers, seeds, load schedules, time) and run nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -204,6 +208,7 @@ impl SimArgs {
         options.json = self.json.clone();
         options.plot = self.plot.clone();
         options.plot_scenario = self.plot_scenario;
+        options.trace = self.trace.clone();
         options.quiet = self.quiet;
         if let Some(jobs) = self.jobs {
             options.jobs = jobs;

@@ -101,6 +101,7 @@ fn bad_names_are_one_line_bad_input_errors() {
         (vec!["--numa-balancing", "on"], "--numa-balancing"),
         (vec!["--rotate-after", "0ms"], "a positive time"),
         (vec!["--rotate-after", "never"], "--rotate-after"),
+        (vec!["--trace", "t.csv", "--calibrate", "b.json"], "cannot be used with"),
     ] {
         let err = parse(&args).expect_err(needle);
         assert!(err.contains(needle), "{args:?}: {err}");
@@ -115,6 +116,23 @@ fn bad_names_are_one_line_bad_input_errors() {
         (vec!["--round-jitter", "1"], "--round-jitter 1 is out of range"),
         (vec!["--plot-scenario", "C.3", "--scenarios", "A.1"], "not among"),
         (vec!["--json", "/nonexistent-dir/x.json"], "does not exist"),
+        (
+            vec!["--trace", "t.csv"],
+            "--trace records one run, and these options make 48",
+        ),
+        (
+            vec![
+                "--trace",
+                "/nonexistent-dir/t.csv",
+                "--scenarios",
+                "C.1",
+                "--schedulers",
+                "os",
+                "--seeds",
+                "1",
+            ],
+            "does not exist",
+        ),
     ] {
         let err: Failure = run(&command(&args)).expect_err(needle);
         let text = err.to_string();
@@ -189,6 +207,44 @@ fn the_dry_run_describes_the_plan_and_runs_nothing() {
     assert!(text.contains("from 20.0 s: cores 2-3"), "{text}");
     assert!(text.contains("24 runs on 2 thread(s)"), "{text}");
     assert!(text.contains("the program reports nothing"), "{text}");
+}
+
+#[test]
+fn one_run_s_trace_has_the_rows_of_pinlearn_run_and_the_guard_s_arms() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, json) = (dir.path().join("trace.csv"), dir.path().join("run.json"));
+    let (trace_text, json_text) = (trace.to_str().unwrap(), json.to_str().unwrap());
+    // The small machine, one seed.
+    let mut args = SMALL.to_vec();
+    let seeds = args.iter().position(|arg| *arg == "--seeds").unwrap();
+    args[seeds + 1] = "1";
+    args.extend(["--scenarios", "C.2", "--schedulers", "learn"]);
+    args.extend(["--trace", trace_text, "--json", json_text]);
+    run(&command(&args)).unwrap();
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(pinlearn_engine::Trace::HEADER.join(",").as_str()));
+    let rows: Vec<Vec<&str>> = lines.map(|line| line.split(',').collect()).collect();
+    let column = |name: &str| pinlearn_engine::Trace::HEADER.iter().position(|h| *h == name).unwrap();
+    let (time, tid, arm) = (column("time_s"), column("tid"), column("arm"));
+    let tids: std::collections::BTreeSet<&str> = rows.iter().map(|row| row[tid]).collect();
+    assert_eq!(tids.len(), 8, "every simulated thread: {tids:?}");
+    // Linux places first, then the learner's probes: the guard's arms.
+    for expected in ["os", "learn"] {
+        assert!(
+            rows.iter().any(|row| row[arm] == expected),
+            "{expected} places some period"
+        );
+    }
+    assert!(rows.iter().all(|row| row[arm] == "os" || row[arm] == "learn"));
+    // The rows go on until the run ends.
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let completion = report["runs"][0]["completion_s"].as_f64().unwrap();
+    let last: f64 = rows.last().unwrap()[time].parse().unwrap();
+    assert!(
+        completion - last <= 0.05 + 1e-9 && last <= completion,
+        "last row {last}, completion {completion}"
+    );
 }
 
 #[test]

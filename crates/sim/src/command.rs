@@ -11,6 +11,8 @@
 //!        ▼
 //!   RunRecords ─► summarise + summary_table (pinlearn-experiment) on stdout,
 //!                 --json FILE|-, --plot FILE.svg (one scenario, first seed)
+//!   --trace FILE: the plan must be one run; the engine writes its rows
+//!                 (the CSV of `pinlearn run --trace`) as that run goes
 //! ```
 
 use std::path::PathBuf;
@@ -69,6 +71,9 @@ pub struct SimOptions {
     pub json: Option<Output>,
     pub plot: Option<PathBuf>,
     pub plot_scenario: Option<Scenario>,
+    /// One run's trace: a row per thread per period, as `pinlearn run
+    /// --trace` writes it.
+    pub trace: Option<PathBuf>,
     pub quiet: bool,
     /// Runs simulated in parallel.
     pub jobs: usize,
@@ -96,6 +101,7 @@ impl SimOptions {
             json: None,
             plot: None,
             plot_scenario: None,
+            trace: None,
             quiet: false,
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
@@ -110,6 +116,8 @@ pub struct Plan {
     pub schedulers: Vec<Scheduler>,
     pub seeds: Vec<u64>,
     pub plot_scenario: Option<Scenario>,
+    /// Where the one run's trace goes.
+    pub trace: Option<PathBuf>,
 }
 
 fn bad(message: impl Into<String>) -> SimError {
@@ -220,6 +228,16 @@ impl SimOptions {
         if let Some(path) = &self.plot {
             Output::File(path.clone()).check_writable().map_err(bad)?;
         }
+        if let Some(path) = &self.trace {
+            let runs = scenarios.len() as u64 * self.schedulers.len() as u64 * self.seeds;
+            if runs != 1 {
+                return Err(bad(format!(
+                    "--trace records one run, and these options make {runs}: give one scenario (--scenarios), \
+                     one scheduler (--schedulers) and --seeds 1"
+                )));
+            }
+            Output::File(path.clone()).check_writable().map_err(bad)?;
+        }
         let seeds = (0..self.seeds).map(|k| self.settings.seed.wrapping_add(k)).collect();
         Ok(Plan {
             experiment: Experiment {
@@ -233,6 +251,7 @@ impl SimOptions {
             schedulers: self.schedulers.clone(),
             seeds,
             plot_scenario,
+            trace: self.trace.clone(),
         })
     }
 }
@@ -317,6 +336,20 @@ pub fn run_plan(plan: &Plan, jobs: usize, progress: bool) -> Result<Vec<RunResul
                 tasks.push((scenario, scheduler, repeat, seed));
             }
         }
+    }
+    // A plan that traces holds one run (`SimOptions::plan` checks).
+    if let Some(path) = &plan.trace {
+        let [(scenario, scheduler, repeat, seed)] = tasks.as_slice() else {
+            return Err(bad(format!(
+                "--trace records one run, and the plan holds {}",
+                tasks.len()
+            )));
+        };
+        let trace = pinlearn_engine::Trace::create(path)?;
+        let result = plan
+            .experiment
+            .run_traced(&prepared[*scenario], *scheduler, *repeat, *seed, trace);
+        return Ok(vec![result?]);
     }
     let bar = if progress {
         let bar = ProgressBar::with_draw_target(Some(tasks.len() as u64), ProgressDrawTarget::stderr());

@@ -9,7 +9,7 @@
 //!   run(prepared, scheduler, seed):
 //!     policy = os | static | best-static (FixedPolicy) | learn[:objective] | bubbles | bubbles+learn
 //!              (@metric: what the machine measures)
-//!     Engine::new(policy, places, numa_every)
+//!     Engine::new(policy, places, numa_every, trace: run_traced only)
 //!     k = 0, 1, ...:  engine.step(machine, k·T_CPU)      observe + decide + place
 //!                     record speeds, the core of every thread
 //!                     machine.advance_to((k+1)·T_CPU)    until the program completes
@@ -22,7 +22,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use pinlearn_engine::bubbles::BubbleRules;
-use pinlearn_engine::{Engine, Places, PolicyChoice, Settings};
+use pinlearn_engine::{Engine, Places, PolicyChoice, Settings, Trace};
 use pinlearn_experiment::{Load, ModelRecord, RunRecord, Scenario, Scheduler, SchedulerKind};
 use pinlearn_policy::{BubbleSet, BubbleSpec, LearnConfig, OsPolicy, Policy, StaticPolicy, ThreadKey};
 use pinlearn_topology::{CpuSet, Topology};
@@ -246,6 +246,31 @@ impl Experiment {
         repeat: usize,
         seed: u64,
     ) -> Result<RunResult, SimError> {
+        self.run_with(prepared, scheduler, repeat, seed, None)
+    }
+
+    /// As [`Experiment::run`], the engine writing a row per thread per
+    /// period to `trace` (the CSV of `pinlearn run --trace`: the simulated
+    /// threads' keys as tids, what the guard scored and which arm placed).
+    pub fn run_traced(
+        &self,
+        prepared: &Prepared,
+        scheduler: Scheduler,
+        repeat: usize,
+        seed: u64,
+        trace: Trace,
+    ) -> Result<RunResult, SimError> {
+        self.run_with(prepared, scheduler, repeat, seed, Some(trace))
+    }
+
+    fn run_with(
+        &self,
+        prepared: &Prepared,
+        scheduler: Scheduler,
+        repeat: usize,
+        seed: u64,
+        trace: Option<Trace>,
+    ) -> Result<RunResult, SimError> {
         let mut params = self.params.clone();
         if let Some(metric) = scheduler.metric {
             params.metric = SimMetric::from(metric);
@@ -261,7 +286,7 @@ impl Experiment {
             self.policy(prepared, scheduler, seed),
             prepared.places.clone(),
             self.settings.numa_every(),
-            None,
+            trace,
         );
         if let SchedulerKind::Policy(policy) = scheduler.kind
             && policy.places_bubbles()
@@ -320,6 +345,7 @@ impl Experiment {
             }
         }
 
+        engine.flush_trace()?;
         let final_assignment = tracker.as_ref().and_then(AssignmentTracker::modal);
         let (makespan, nash) = match (final_assignment, constant_load) {
             (Some(a), true) => (Some(prepared.game.makespan(a)), Some(prepared.game.is_nash(a))),

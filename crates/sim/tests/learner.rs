@@ -76,6 +76,7 @@ fn on_the_papers_machine_the_learner_keeps_within_two_percent_of_the_os_in_every
                 ],
                 seeds: vec![1],
                 plot_scenario: None,
+                trace: None,
             };
             let runs = run_plan(&plan, jobs, false).unwrap();
             for (scenario, pair) in plan.scenarios.iter().zip(runs.chunks(2)) {
