@@ -136,6 +136,9 @@ pub struct LearnPolicy {
     /// Whether `waiting_avg` ever reached [`CROSS_MAX_WAITING`]: a program
     /// that spins at times (its run shares do not tell crowding then).
     seen_waiting: bool,
+    /// Whether the last learner period held the threads' places
+    /// ([`LearnPolicy::holds_places`]).
+    holding: bool,
     /// When the crowd forgets the load of a core the threads do not hold
     /// (crowd moves): the guard's wait for a new placement ends then.
     forgets_at: Option<f64>,
@@ -200,6 +203,7 @@ impl LearnPolicy {
             leaving_on_trial: false,
             waiting_avg: None,
             seen_waiting: false,
+            holding: false,
             forgets_at: None,
         }
     }
@@ -931,16 +935,28 @@ impl Policy for LearnPolicy {
             }
         }
 
-        let place = if self.cfg.core_level && self.holds_places() {
+        let holds = self.cfg.core_level && self.holds_places();
+        let starts_holding = !std::mem::replace(&mut self.holding, holds) && holds;
+        let place = if holds {
             // Each thread keeps its automaton's place: its round-robin start
             // on Linux's node, or where the NUMA level moved it. The guard
             // compares that with Linux's placement, and knows a probe that
-            // moved nothing would be the same again.
+            // moved nothing would be the same again. Crowd moves made before
+            // the spinning showed (the load came, and the waiting share's
+            // average takes a second to rise) are undone as it starts: run
+            // shares did not tell crowding there (sim, 8x32 `barrier-spin`
+            // C.3: 64 of 256 threads doubled up on free cores in the period
+            // the load came, and held there, the learner's windows 8% below
+            // the pin's).
             let place: Vec<usize> = self
                 .threads
                 .iter_mut()
                 .map(|thread| {
                     thread.fresh = false;
+                    if starts_holding {
+                        let first = thread.pla.first();
+                        thread.pla.take(first);
+                    }
                     thread.pla.current()
                 })
                 .collect();
@@ -1886,6 +1902,23 @@ mod tests {
         assert_eq!(early, 0, "spinning: held");
         assert_eq!(late, 1, "sleeping: one crowd move off the loaded core, {places:?}");
         assert!(!places.contains(&0));
+    }
+
+    #[test]
+    fn threads_that_start_spinning_go_back_to_their_round_robin_start() {
+        // The same machine: while the threads sleep at their barriers the
+        // one on the loaded core leaves it by a crowd move; once they spin
+        // (the waiting share's average above `blind_waiting`) they hold
+        // their round-robin start, which takes that thread back: run shares
+        // did not tell crowding when it moved.
+        let (moves, places) = core_game(&[2.0, 0.0, 0.0, 0.0], Moves::Crowd, 400, |period| {
+            Some(if period < 100 { 0.0 } else { 0.6 })
+        });
+        let early: usize = moves[..100].iter().sum();
+        let late: usize = moves[100..].iter().sum();
+        assert_eq!(early, 1, "sleeping: one crowd move off the loaded core");
+        assert_eq!(late, 1, "spinning: back to the start, then held");
+        assert_eq!(places, vec![0, 1, 2], "the round-robin start");
     }
 
     /// Linux first, the probe at once; at the end of Linux's window the

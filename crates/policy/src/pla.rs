@@ -66,6 +66,8 @@ pub struct Pla {
     /// Index into `actions` of the action taken last (the one `learn`
     /// reinforces).
     last: usize,
+    /// Index into `actions` of the action it started on.
+    first: usize,
     cfg: PlaConfig,
 }
 
@@ -96,6 +98,7 @@ impl Pla {
             x,
             ubar: None,
             last: first,
+            first,
             cfg,
         }
     }
@@ -118,6 +121,11 @@ impl Pla {
     /// The place taken last (set by [`Pla::new`] and [`Pla::choose`]).
     pub fn current(&self) -> usize {
         self.actions[self.last]
+    }
+
+    /// The place it started on ([`Pla::new`]'s `first`).
+    pub fn first(&self) -> usize {
+        self.actions[self.first]
     }
 
     /// Makes `place` the current place (the one [`Pla::learn`] reinforces
