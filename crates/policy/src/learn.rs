@@ -136,9 +136,6 @@ pub struct LearnPolicy {
     /// Whether `waiting_avg` ever reached [`CROSS_MAX_WAITING`]: a program
     /// that spins at times (its run shares do not tell crowding then).
     seen_waiting: bool,
-    /// Whether the last learner period held the threads' places
-    /// ([`LearnPolicy::holds_places`]).
-    holding: bool,
     /// When the crowd forgets the load of a core the threads do not hold
     /// (crowd moves): the guard's wait for a new placement ends then.
     forgets_at: Option<f64>,
@@ -203,7 +200,6 @@ impl LearnPolicy {
             leaving_on_trial: false,
             waiting_avg: None,
             seen_waiting: false,
-            holding: false,
             forgets_at: None,
         }
     }
@@ -935,29 +931,26 @@ impl Policy for LearnPolicy {
             }
         }
 
-        let holds = self.cfg.core_level && self.holds_places();
-        let starts_holding = !std::mem::replace(&mut self.holding, holds) && holds;
-        let place = if holds {
-            // Each thread keeps its automaton's place: its round-robin start
-            // on Linux's node, or where the NUMA level moved it. The guard
-            // compares that with Linux's placement, and knows a probe that
-            // moved nothing would be the same again. Crowd moves made before
-            // the spinning showed (the load came, and the waiting share's
-            // average takes a second to rise) are undone as it starts: run
-            // shares did not tell crowding there (sim, 8x32 `barrier-spin`
-            // C.3: 64 of 256 threads doubled up on free cores in the period
-            // the load came, and held there, the learner's windows 8% below
-            // the pin's).
+        let place = if self.cfg.core_level && self.holds_places() {
+            // Each thread holds its automaton's first place: its round-robin
+            // start on Linux's node, or where the NUMA level (or a crowd move
+            // across nodes) moved it, which start a fresh automaton there.
+            // The guard compares that with Linux's placement, and knows a
+            // probe that moved nothing would be the same again. Not its
+            // current place: crowd moves inside the node made before the
+            // spinning showed (the load came, and the waiting share's average
+            // takes a second to rise) did so on run shares that did not tell
+            // crowding (sim, 8x32 `barrier-spin` C.3: 64 of 256 threads
+            // doubled up on free cores in the period the load came, and held
+            // there, the learner's windows 8% below the pin's).
             let place: Vec<usize> = self
                 .threads
                 .iter_mut()
                 .map(|thread| {
                     thread.fresh = false;
-                    if starts_holding {
-                        let first = thread.pla.first();
-                        thread.pla.take(first);
-                    }
-                    thread.pla.current()
+                    let first = thread.pla.first();
+                    thread.pla.take(first);
+                    first
                 })
                 .collect();
             self.guard.placed(input.threads, &place);
