@@ -1004,14 +1004,14 @@ const BESIDE_EMPTY_FACTOR: f64 = 1.25;
 
 /// The same for a program seen spinning: the learner's first probe
 /// starts on the round-robin pin where Linux left any node this much
-/// denser than the mean (and so another short), or one nearly empty.
+/// denser than the mean (and so another short); a node left nearly empty
+/// leaves another above that already.
 const SPIN_CROWDED_FACTOR: f64 = 1.1;
 
 /// How Linux left a node: with at least [`CROWDED_NODE_FACTOR`] times the
 /// program's mean of awake threads per core, or [`BESIDE_EMPTY_FACTOR`]
 /// times it where it left another node with at most [`EMPTY_NODE_FACTOR`]
-/// times it (crowded);
-/// with fewer than the mean (short); or neither.
+/// times it (crowded); with fewer than the mean (short); or neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum NodeCrowd {
     Crowded,
@@ -1036,8 +1036,9 @@ fn crowded_nodes(linux_node: &[Option<usize>], awake: &[bool], cores: &[usize], 
     }
     let mean = total as f64 / all_cores as f64;
     let density = |count: usize, c: usize| count as f64 / c.max(1) as f64;
-    // Beside a node Linux left nearly empty, a node less crowded than
-    // `factor` is one to leave too.
+    // Beside a node Linux left nearly empty, a node with
+    // BESIDE_EMPTY_FACTOR times the mean is one to leave too, though below
+    // `factor`.
     let left_empty = counts
         .iter()
         .zip(cores)
