@@ -24,9 +24,10 @@
 //!     │                     the threads that gain by it,
 //!     │                     as crowd moves judge from Linux's last period,
 //!     │                     leave for the nodes it left short (threads
-//!     │                     seen spinning, where a node holds 1.1x the mean:
-//!     │                     as many per node as the round-robin pin, the
-//!     │                     fewest away from Linux's); if that probe loses,
+//!     │                     seen spinning, where a node holds 1.1x the mean,
+//!     │                     and where some Linux placed sleep: as many per
+//!     │                     node as the round-robin pin, the fewest away
+//!     │                     from Linux's); if that probe loses,
 //!     │                     they go back to Linux's nodes
 //!     │
 //!     ├─2─ u = objective.utilities(speeds)
@@ -534,7 +535,9 @@ impl LearnPolicy {
     /// period, on the cores Linux had the threads on, decide as crowd
     /// moves do ([`Crowd::moves`]) which threads of a crowded node gain by
     /// going to a core of a node Linux left short, a core the program does
-    /// not hold there counting as loaded like the node's held ones.
+    /// not hold there counting as loaded like the node's held ones; where
+    /// some of the threads sleep (no share to judge), as the round-robin
+    /// pin spreads them ([`LearnPolicy::spread_as_the_pin`]).
     fn leave_crowded_nodes(
         &mut self,
         input: &PeriodInput<'_>,
@@ -557,6 +560,13 @@ impl LearnPolicy {
         let Some(crowded) = crowded_nodes(linux_node, &awake, &cores, CROWDED_NODE_FACTOR) else {
             return linux_node.to_vec();
         };
+        // Threads asleep in Linux's window (a pipeline's later stages
+        // before the first items reach them) have no share for the crowd to
+        // judge, yet will work where Linux left them: as many on each node
+        // as the round-robin pin puts there.
+        if awake.iter().any(|&awake| !awake) {
+            return self.spread_as_the_pin(linux_node);
+        }
         // The threads of a crowded node may go to its cores or to those of
         // the nodes it left short (the last area); the others stay in
         // their node.
@@ -1955,10 +1965,23 @@ mod tests {
         share: &[f64],
         waiting: Option<f64>,
     ) -> Vec<Vec<usize>> {
+        let share: Vec<Option<f64>> = share.iter().copied().map(Some).collect();
+        learner_after_linux_asleep(moves, linux, &share, waiting, 2)
+    }
+
+    /// The same, a thread without a share hardly runnable (asleep after
+    /// nine such periods: give Linux's windows `window` periods).
+    fn learner_after_linux_asleep(
+        moves: Moves,
+        linux: &[Option<usize>],
+        share: &[Option<f64>],
+        waiting: Option<f64>,
+        window: u32,
+    ) -> Vec<Vec<usize>> {
         let cfg = LearnConfig {
             guard: GuardConfig {
                 assumed_loss: 0.0,
-                window: 2,
+                window,
                 ..GuardConfig::default()
             },
             moves,
@@ -1969,13 +1992,13 @@ mod tests {
         let mut policy = LearnPolicy::new(layout, cfg, 1);
         let whole = policy.layout().whole();
         let mut learner = Vec::new();
-        for period in 0..40 {
+        for period in 0..80 {
             let shares: Vec<ThreadSample> = (1..=linux.len() as u64)
                 .zip(share)
                 .map(|(key, &share)| ThreadSample {
                     key,
-                    speed: Some(share),
-                    share: Some(share),
+                    speed: share,
+                    share,
                     grain_s: None,
                     worked: None,
                 })
@@ -2114,5 +2137,23 @@ mod tests {
         // Spinning, spread by Linux already: they start where Linux had them.
         let even = learner_after_linux(Moves::Crowd, &[Some(0), Some(3), Some(1), Some(4)], &share, Some(0.5));
         assert_eq!(even[0], vec![0, 3, 1, 4], "{even:?}");
+    }
+
+    #[test]
+    fn threads_asleep_in_linux_s_window_start_as_many_on_each_node_as_the_pin_puts() {
+        // Linux put four threads on node 1's two cores; two of them sleep
+        // (a pipeline's later stages before the first items reach them),
+        // the two awake have a core each. The crowd sees nobody gain by
+        // leaving, yet the sleepers will work where they are: the first
+        // two (in key order) stay on node 1, the others start on node 0.
+        let linux = [Some(3), Some(4), Some(3), Some(4)];
+        let share = [Some(1.0), Some(1.0), None, None];
+        let started = learner_after_linux_asleep(Moves::Crowd, &linux, &share, None, 10);
+        assert_eq!(started[0], vec![3, 4, 0, 1], "{started:?}");
+        // All four awake, measuring all of their cores (as the spinning
+        // test's working threads): the crowd's judgement, by which nobody
+        // gains by leaving.
+        let awake = learner_after_linux(Moves::Crowd, &linux, &[1.0; 4], None);
+        assert!(awake[0].iter().all(|&place| place == 3 || place == 4), "{awake:?}");
     }
 }
