@@ -198,9 +198,13 @@ fn program_share(k: usize, wakes: f64, others: f64, wake_share: f64) -> f64 {
 }
 
 /// The periods a thread was hardly runnable (no run share measured
-/// although it was not new), the last one in the lowest bit.
+/// although it was not new), the last one in the lowest bit, and how many
+/// periods were recorded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Naps(u16);
+pub struct Naps {
+    periods: u16,
+    seen: u16,
+}
 
 /// Of the last [`NAP_WINDOW`] periods, a sleeper was hardly runnable in at
 /// least this many, the last one included: a main thread in `join` wakes
@@ -211,16 +215,32 @@ pub struct Naps(u16);
 const NAP_MIN: u32 = 9;
 const NAP_WINDOW: u32 = 10;
 
+/// A thread hardly runnable in every period since it was first seen, at
+/// least this many of them, has not started its work yet (a pipeline's
+/// later stages before the first items reach them).
+const NOT_STARTED_MIN: u32 = 3;
+
 impl Naps {
     /// Adds a period: the thread was hardly runnable in it, or not.
     pub fn record(&mut self, hardly_runnable: bool) {
-        self.0 = (self.0 << 1) | u16::from(hardly_runnable);
+        self.periods = (self.periods << 1) | u16::from(hardly_runnable);
+        self.seen = self.seen.saturating_add(1);
     }
 
     /// Hardly runnable in the last period and in [`NAP_MIN`] of the last
     /// [`NAP_WINDOW`].
     pub fn asleep(self) -> bool {
-        self.0 & 1 == 1 && (self.0 & ((1 << NAP_WINDOW) - 1)).count_ones() >= NAP_MIN
+        self.periods & 1 == 1 && (self.periods & ((1 << NAP_WINDOW) - 1)).count_ones() >= NAP_MIN
+    }
+
+    /// Hardly runnable in every period recorded (the last 16 at most), at
+    /// least [`NOT_STARTED_MIN`] of them: it has not started its work.
+    /// Where it has been seen in fewer than [`NAP_WINDOW`] periods this
+    /// tells a sleeper that [`Naps::asleep`] cannot yet.
+    pub fn not_started(self) -> bool {
+        let seen = u32::from(self.seen).min(u16::BITS);
+        let recorded = u16::MAX >> (u16::BITS - seen.max(1));
+        seen >= NOT_STARTED_MIN && (self.periods & recorded).count_ones() == seen
     }
 }
 
@@ -796,6 +816,34 @@ mod tests {
         naps.record(false);
         naps.record(true);
         assert!(!naps.asleep(), "8 of the last 10");
+    }
+
+    #[test]
+    fn a_thread_not_started_was_hardly_runnable_in_every_one_of_three_or_more_periods() {
+        let mut naps = Naps::default();
+        assert!(!naps.not_started(), "never seen");
+        naps.record(true);
+        naps.record(true);
+        assert!(!naps.not_started(), "2 periods");
+        naps.record(true);
+        assert!(naps.not_started(), "3 periods, all of them");
+        assert!(!naps.asleep(), "too few for a sleeper");
+        naps.record(false);
+        naps.record(true);
+        assert!(!naps.not_started(), "it ran once");
+        let mut long = Naps::default();
+        for _ in 0..40 {
+            long.record(true);
+        }
+        assert!(long.not_started() && long.asleep(), "more periods than the bits hold");
+        let mut late = Naps::default();
+        late.record(false);
+        for _ in 0..15 {
+            late.record(true);
+        }
+        assert!(!late.not_started(), "its first period is still held");
+        late.record(true);
+        assert!(late.not_started(), "past the bits held, every one of them");
     }
 
     #[test]

@@ -25,9 +25,10 @@
 //!     │                     as crowd moves judge from Linux's last period,
 //!     │                     leave for the nodes it left short (threads
 //!     │                     seen spinning, where a node holds 1.1x the mean,
-//!     │                     and where some Linux placed sleep: as many per
-//!     │                     node as the round-robin pin, the fewest away
-//!     │                     from Linux's); if that probe loses,
+//!     │                     and where some Linux placed sleep or have not
+//!     │                     started: as many per node as the round-robin
+//!     │                     pin, the awake and the sleepers each, the fewest
+//!     │                     away from Linux's); if that probe loses,
 //!     │                     they go back to Linux's nodes
 //!     │
 //!     ├─2─ u = objective.utilities(speeds)
@@ -433,8 +434,12 @@ impl LearnPolicy {
             let (Some(linux), Some(node)) = (linux_node[index], start_node[index]) else {
                 continue;
             };
-            // Its memory is where it was first seen, where that is known.
-            let home = if self.threads[index].home_known {
+            // Its memory is where it was first seen, where that is known;
+            // a thread that has not started its work touches it where it
+            // starts.
+            let home = if self.threads[index].naps.not_started() {
+                node
+            } else if self.threads[index].home_known {
                 self.threads[index].numa.home
             } else {
                 linux
@@ -553,7 +558,7 @@ impl LearnPolicy {
         // Linux is blind to it.
         if self.spinning() {
             return match crowded_nodes(linux_node, &awake, &cores, SPIN_CROWDED_FACTOR) {
-                Some(_) => self.spread_as_the_pin(linux_node),
+                Some(_) => self.spread_as_the_pin(linux_node, &vec![true; linux_node.len()]),
                 None => linux_node.to_vec(),
             };
         }
@@ -562,10 +567,19 @@ impl LearnPolicy {
         };
         // Threads asleep in Linux's window (a pipeline's later stages
         // before the first items reach them) have no share for the crowd to
-        // judge, yet will work where Linux left them: as many on each node
-        // as the round-robin pin puts there.
-        if awake.iter().any(|&awake| !awake) {
-            return self.spread_as_the_pin(linux_node);
+        // judge, yet will work where they start: as many on each node as
+        // the round-robin pin puts there. A thread that has not started
+        // (hardly runnable in every period since it was first seen) is one,
+        // where Linux's first window was too short to tell a sleeper by its
+        // naps; it counts for the crowding, since it will work.
+        let sleeping: Vec<bool> = self
+            .threads
+            .iter()
+            .map(|thread| thread.naps.asleep() || thread.naps.not_started())
+            .collect();
+        if sleeping.contains(&true) {
+            let awake: Vec<bool> = sleeping.iter().map(|&sleeping| !sleeping).collect();
+            return self.spread_as_the_pin(linux_node, &awake);
         }
         // The threads of a crowded node may go to its cores or to those of
         // the nodes it left short (the last area); the others stay in
@@ -608,29 +622,40 @@ impl LearnPolicy {
     }
 
     /// The node each thread Linux placed (`linux_node`) starts on where a
-    /// spinning program was left crowded: as many on each node as the
-    /// round-robin pin puts there, the fewest of them away from the node
-    /// Linux had them on (their memory; in key order, the first stay).
-    fn spread_as_the_pin(&self, linux_node: &[Option<usize>]) -> Vec<Option<usize>> {
-        let placed = linux_node.iter().flatten().count();
-        let mut room = vec![0usize; self.layout.nodes()];
-        for &core in self.cores.iter().cycle().take(placed) {
-            room[self.node_of_core(core)] += 1;
-        }
-        let mut start: Vec<Option<usize>> = linux_node
-            .iter()
-            .map(|node| {
-                node.filter(|&node| {
-                    let stays = room[node] > 0;
-                    room[node] -= usize::from(stays);
-                    stays
-                })
-            })
-            .collect();
-        let mut short = (0..room.len()).flat_map(|node| std::iter::repeat_n(node, room[node]));
-        for (node, linux) in start.iter_mut().zip(linux_node) {
-            if linux.is_some() && node.is_none() {
-                *node = short.next();
+    /// spinning program was left crowded, or some of the threads sleep
+    /// (`awake` false): as many on each node as the round-robin pin puts
+    /// there, the fewest of them away from the node Linux had them on
+    /// (their memory; in key order, the first stay). The awake threads are
+    /// spread so over the pin's first cores, then the sleepers over its
+    /// next ones, so that once the sleepers wake each node holds the pin's
+    /// share of both (spreading all at once, the awake in key order first,
+    /// left every awake thread of a pipeline's first stage on Linux's
+    /// crowded node and lost its probe: sim, 2x14, `pipeline` D).
+    fn spread_as_the_pin(&self, linux_node: &[Option<usize>], awake: &[bool]) -> Vec<Option<usize>> {
+        let mut start: Vec<Option<usize>> = vec![None; linux_node.len()];
+        let mut pin = self.cores.iter().cycle();
+        for group in [true, false] {
+            let members: Vec<usize> = (0..linux_node.len())
+                .filter(|&index| linux_node[index].is_some() && awake[index] == group)
+                .collect();
+            let mut room = vec![0usize; self.layout.nodes()];
+            for &core in pin.by_ref().take(members.len()) {
+                room[self.node_of_core(core)] += 1;
+            }
+            for &index in &members {
+                if let Some(node) = linux_node[index].filter(|&node| room[node] > 0) {
+                    room[node] -= 1;
+                    start[index] = Some(node);
+                }
+            }
+            let mut short = room
+                .iter()
+                .enumerate()
+                .flat_map(|(node, &room)| std::iter::repeat_n(node, room));
+            for &index in &members {
+                if start[index].is_none() {
+                    start[index] = short.next();
+                }
             }
         }
         start
@@ -1978,6 +2003,18 @@ mod tests {
         waiting: Option<f64>,
         window: u32,
     ) -> Vec<Vec<usize>> {
+        learner_after_linux_policy(moves, linux, share, waiting, window, 80).0
+    }
+
+    /// The same over `periods` periods, with the learner as it is then.
+    fn learner_after_linux_policy(
+        moves: Moves,
+        linux: &[Option<usize>],
+        share: &[Option<f64>],
+        waiting: Option<f64>,
+        window: u32,
+        periods: u64,
+    ) -> (Vec<Vec<usize>>, LearnPolicy) {
         let cfg = LearnConfig {
             guard: GuardConfig {
                 assumed_loss: 0.0,
@@ -1992,7 +2029,7 @@ mod tests {
         let mut policy = LearnPolicy::new(layout, cfg, 1);
         let whole = policy.layout().whole();
         let mut learner = Vec::new();
-        for period in 0..80 {
+        for period in 0..periods {
             let shares: Vec<ThreadSample> = (1..=linux.len() as u64)
                 .zip(share)
                 .map(|(key, &share)| ThreadSample {
@@ -2014,7 +2051,7 @@ mod tests {
                 learner.push(decision.place);
             }
         }
-        learner
+        (learner, policy)
     }
 
     #[test]
@@ -2144,12 +2181,27 @@ mod tests {
         // Linux put four threads on node 1's two cores; two of them sleep
         // (a pipeline's later stages before the first items reach them),
         // the two awake have a core each. The crowd sees nobody gain by
-        // leaving, yet the sleepers will work where they are: the first
-        // two (in key order) stay on node 1, the others start on node 0.
+        // leaving, yet the sleepers will work where they are: the awake
+        // are spread as the pin (the first stays on node 1, the second
+        // starts on node 0), then the sleepers over the pin's next cores.
         let linux = [Some(3), Some(4), Some(3), Some(4)];
         let share = [Some(1.0), Some(1.0), None, None];
         let started = learner_after_linux_asleep(Moves::Crowd, &linux, &share, None, 10);
-        assert_eq!(started[0], vec![3, 4, 0, 1], "{started:?}");
+        assert_eq!(started[0], vec![3, 0, 4, 1], "{started:?}");
+        // A window too short for naps to tell a sleeper (3 periods): the
+        // two never ran since they were first seen, which says the same.
+        let short = learner_after_linux_asleep(Moves::Crowd, &linux, &share, None, 3);
+        assert_eq!(short[0], vec![3, 0, 4, 1], "{short:?}");
+        // In that first learner period, the awake thread sent to node 0
+        // keeps its memory on node 1; the sleeper sent there has touched
+        // nothing yet: its memory is where it starts.
+        let (first, policy) = (1..80)
+            .map(|periods| learner_after_linux_policy(Moves::Crowd, &linux, &share, None, 3, periods))
+            .find(|(learner, _)| !learner.is_empty())
+            .expect("a learner period");
+        assert_eq!(first[0], vec![3, 0, 4, 1], "{first:?}");
+        let homes: Vec<usize> = (1..=4).map(|key| policy.numa_state(key).expect("alive").home).collect();
+        assert_eq!(homes, vec![1, 1, 1, 0], "{homes:?}");
         // All four awake, measuring all of their cores (as the spinning
         // test's working threads): the crowd's judgement, by which nobody
         // gains by leaving.
