@@ -198,12 +198,13 @@ fn program_share(k: usize, wakes: f64, others: f64, wake_share: f64) -> f64 {
 }
 
 /// The periods a thread was hardly runnable (no run share measured
-/// although it was not new), the last one in the lowest bit, and how many
-/// periods were recorded.
+/// although it was not new), the last one in the lowest bit; how many
+/// periods were recorded, and whether it was runnable in any of them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Naps {
     periods: u16,
     seen: u16,
+    ran: bool,
 }
 
 /// Of the last [`NAP_WINDOW`] periods, a sleeper was hardly runnable in at
@@ -225,6 +226,7 @@ impl Naps {
     pub fn record(&mut self, hardly_runnable: bool) {
         self.periods = (self.periods << 1) | u16::from(hardly_runnable);
         self.seen = self.seen.saturating_add(1);
+        self.ran |= !hardly_runnable;
     }
 
     /// Hardly runnable in the last period and in [`NAP_MIN`] of the last
@@ -233,14 +235,12 @@ impl Naps {
         self.periods & 1 == 1 && (self.periods & ((1 << NAP_WINDOW) - 1)).count_ones() >= NAP_MIN
     }
 
-    /// Hardly runnable in every period recorded (the last 16 at most), at
-    /// least [`NOT_STARTED_MIN`] of them: it has not started its work.
-    /// Where it has been seen in fewer than [`NAP_WINDOW`] periods this
-    /// tells a sleeper that [`Naps::asleep`] cannot yet.
+    /// Hardly runnable in every period recorded, at least
+    /// [`NOT_STARTED_MIN`] of them: it has not started its work. Where it
+    /// has been seen in fewer than [`NAP_WINDOW`] periods this tells a
+    /// sleeper that [`Naps::asleep`] cannot yet.
     pub fn not_started(self) -> bool {
-        let seen = u32::from(self.seen).min(u16::BITS);
-        let recorded = u16::MAX >> (u16::BITS - seen.max(1));
-        seen >= NOT_STARTED_MIN && (self.periods & recorded).count_ones() == seen
+        !self.ran && u32::from(self.seen) >= NOT_STARTED_MIN
     }
 }
 
@@ -838,12 +838,11 @@ mod tests {
         assert!(long.not_started() && long.asleep(), "more periods than the bits hold");
         let mut late = Naps::default();
         late.record(false);
-        for _ in 0..15 {
+        for _ in 0..40 {
             late.record(true);
         }
-        assert!(!late.not_started(), "its first period is still held");
-        late.record(true);
-        assert!(late.not_started(), "past the bits held, every one of them");
+        assert!(late.asleep(), "asleep since");
+        assert!(!late.not_started(), "it ran in its first period, long ago");
     }
 
     #[test]
