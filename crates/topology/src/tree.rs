@@ -272,7 +272,10 @@ impl Topology {
         let hwloc = builder
             .build()
             .map_err(|error| invalid(&format!("hwloc could not build it ({error})")))?;
-        Self::from_hwloc(&hwloc, format!("synthetic: {spec}"))
+        Self::from_hwloc(&hwloc, format!("synthetic: {spec}")).map_err(|error| match error {
+            named @ (TopologyError::NoCpus { .. } | TopologyError::TooManyObjects { .. }) => named,
+            unnamed => invalid(&unnamed.to_string()),
+        })
     }
 
     /// An XML file written by `lstopo --of xml` or hwloc's XML export.
@@ -304,7 +307,10 @@ impl Topology {
         let hwloc = builder
             .build()
             .map_err(|error| invalid(format!("hwloc could not build it ({error})")))?;
-        Self::from_hwloc(&hwloc, format!("xml: {}", path.display()))
+        Self::from_hwloc(&hwloc, format!("xml: {}", path.display())).map_err(|error| match error {
+            named @ (TopologyError::NoCpus { .. } | TopologyError::TooManyObjects { .. }) => named,
+            unnamed => invalid(unnamed.to_string()),
+        })
     }
 
     /// An existing file is read as XML; anything else as a synthetic string.

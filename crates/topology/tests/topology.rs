@@ -111,6 +111,34 @@ fn invalid_synthetic_names_the_string_and_gives_an_example() {
     assert!(error.to_string().contains("NUL"), "{error}");
 }
 
+/// Found by `synthetic_strings_build_or_say_why` (CI, 2026-12-01): hwloc
+/// builds two NUMA nodes with one OS index; the refusal names the string or
+/// the file it came from, like every other rejection of them.
+#[test]
+fn a_topology_hwloc_builds_but_pinlearn_refuses_names_where_it_came_from() {
+    let spec = "numa:3(indexes=0,4,4) pu:1";
+    let error = Topology::from_synthetic(spec).unwrap_err();
+    assert!(matches!(error, TopologyError::InvalidSynthetic { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!("invalid synthetic topology {spec:?}: ")),
+        "{message}"
+    );
+    assert!(message.contains("node 4 appears twice"), "{message}");
+
+    let hwloc = TopologyBuilder::new().from_synthetic(spec).unwrap().build().unwrap();
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("twice.xml");
+    hwloc.export_xml_file(Some(&path), XMLExportFlags::empty()).unwrap();
+    let error = Topology::from_xml(&path).unwrap_err();
+    assert!(matches!(error, TopologyError::InvalidXml { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains("twice.xml") && message.contains("node 4 appears twice"),
+        "{message}"
+    );
+}
+
 #[test]
 fn xml_export_loads_back_with_the_same_structure() {
     let spec = "node:2 l3:1 core:3 pu:2";
