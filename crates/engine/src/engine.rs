@@ -133,6 +133,11 @@ struct ThreadRecord {
     /// bubble as it ends (the preload's thread tree), and a period may see
     /// it between the two.
     was_in: Option<String>,
+    /// The node its place lies in and the period it came there (`None`:
+    /// a place across nodes, or its own mask).
+    on_node: Option<(usize, u64)>,
+    /// The node its memory was last moved to (or tried).
+    memory_on: Option<usize>,
 }
 
 /// The manager: a policy, the places it chooses among, and per-thread records.
@@ -159,9 +164,13 @@ pub struct Engine {
     trace: Option<Trace>,
     /// Memory binding threshold zeta, when enabled.
     memory_binding: Option<f64>,
+    /// Periods a thread stays on one node before its memory is moved
+    /// there, when threads' memory follows them.
+    thread_memory_after: Option<u64>,
     /// Node each process's memory was last moved to.
     memory_bound: BTreeMap<u32, usize>,
     memory_moves: u64,
+    thread_memory_moves: u64,
     /// `--bubbles` rules and each live thread's bubble: (bubble, periods
     /// classified, so a name that settles late is matched again, thread
     /// id, process id).
@@ -206,8 +215,10 @@ impl Engine {
             placement_version: 0,
             trace,
             memory_binding: None,
+            thread_memory_after: None,
             memory_bound: BTreeMap::new(),
             memory_moves: 0,
+            thread_memory_moves: 0,
             bubbles: None,
             bubble_of_key: BTreeMap::new(),
             bubble_of: Vec::new(),
@@ -290,9 +301,21 @@ impl Engine {
         self
     }
 
-    /// Memory moves made so far.
+    /// Moves the memory a thread first touched to the node of its place
+    /// once it has been on that node `periods` core periods (at least 1).
+    pub fn with_thread_memory(mut self, periods: u64) -> Self {
+        self.thread_memory_after = Some(periods.max(1));
+        self
+    }
+
+    /// Processes' memory moves made so far (memory binding).
     pub fn memory_moves(&self) -> u64 {
         self.memory_moves
+    }
+
+    /// Threads whose memory was moved after them so far.
+    pub fn thread_memory_moves(&self) -> u64 {
+        self.thread_memory_moves
     }
 
     /// What the policy's do-no-harm guard did, if it has one.
@@ -381,6 +404,8 @@ impl Engine {
                 waiting: Running::default(),
                 bubble: None,
                 was_in: None,
+                on_node: None,
+                memory_on: None,
             });
             if record.ended {
                 record.ended = false;
@@ -418,6 +443,20 @@ impl Engine {
                 placement_changed = true;
             }
             *record.periods_on.entry(record.place).or_insert(0) += 1;
+            let node = record.place.and_then(|p| self.places.layout.places()[p].node);
+            if node != record.on_node.map(|(node, _)| node) {
+                record.on_node = node.map(|node| (node, self.period));
+            }
+            if let (Some(after), Some((node, since))) = (self.thread_memory_after, record.on_node)
+                && self.period - since >= after
+                && record.memory_on != Some(node)
+            {
+                // Tried once per stay: a target that cannot move it is not asked again.
+                record.memory_on = Some(node);
+                if target.move_thread_memory(sample.key, node)? {
+                    self.thread_memory_moves += 1;
+                }
+            }
             if let (Some(rules), Some(bubble)) = (&self.bubbles, self.bubble_of.get(i)) {
                 let name = bubble.map(|b| &rules.set().get(b).name);
                 if record.bubble.as_ref() != name {
@@ -462,9 +501,14 @@ impl Engine {
 
     /// New places and a new policy over them (a cgroup cpuset changed):
     /// every thread's place is unknown until the policy's next decision.
+    /// Threads' memory stops following them unless the new places say it
+    /// still can ([`Places::memory_moves_with_threads`]).
     pub fn replace_places(&mut self, places: Places, policy: Box<dyn Policy>) {
         self.place_names = places.cpus.iter().map(ToString::to_string).collect();
         self.core_of_cpu = places.core_of_cpu();
+        if !places.memory_moves_with_threads {
+            self.thread_memory_after = None;
+        }
         self.places = places;
         self.policy = policy;
         self.placement_version += 1;
@@ -667,6 +711,7 @@ mod tests {
         initial: Option<usize>,
         placed: Vec<(ThreadKey, usize)>,
         memory: Vec<(u32, usize)>,
+        thread_memory: Vec<(ThreadKey, usize)>,
     }
 
     impl FakeTarget {
@@ -677,6 +722,7 @@ mod tests {
                 initial: None,
                 placed: Vec::new(),
                 memory: Vec::new(),
+                thread_memory: Vec::new(),
             }
         }
     }
@@ -704,6 +750,34 @@ mod tests {
         fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {
             self.memory.push((pid, node));
             Ok(true)
+        }
+        fn move_thread_memory(&mut self, key: ThreadKey, node: usize) -> Result<bool, EngineError> {
+            self.thread_memory.push((key, node));
+            Ok(true)
+        }
+    }
+
+    /// Puts every thread on `first` until period `switch_at`, then on `then`.
+    struct SwitchingPolicy {
+        first: usize,
+        then: usize,
+        switch_at: u64,
+    }
+
+    impl Policy for SwitchingPolicy {
+        fn name(&self) -> String {
+            "switching".into()
+        }
+        fn decide(&mut self, input: &PeriodInput<'_>) -> pinlearn_policy::Decision {
+            let place = if input.period < self.switch_at {
+                self.first
+            } else {
+                self.then
+            };
+            pinlearn_policy::Decision {
+                place: vec![place; input.threads.len()],
+                utility: vec![f64::NAN; input.threads.len()],
+            }
         }
     }
 
@@ -860,6 +934,7 @@ mod tests {
             initial: Some(whole),
             placed: vec![],
             memory: vec![],
+            thread_memory: vec![],
         };
         for k in 0..5 {
             engine.step(&mut target, k as f64 * 0.05).unwrap();
@@ -905,6 +980,49 @@ mod tests {
             "moved once, to node 0, at the first NUMA period"
         );
         assert_eq!(engine.memory_moves(), 1);
+    }
+
+    #[test]
+    fn a_thread_s_memory_follows_it_once_it_stayed_the_given_periods_on_a_node() {
+        let places = Places::new(&Topology::from_synthetic("node:2 core:2 pu:1").expect("synthetic"));
+        let layout = places.layout.clone();
+        let (core_0, core_2, machine) = (0, layout.cores_of(1).next().expect("a core"), layout.places().len() - 1);
+        assert_eq!(layout.places()[core_2].node, Some(1));
+        // Node 0's first core, then node 1's first core from period 12 on.
+        let run = |policy: SwitchingPolicy, periods: u64| {
+            let mut engine = Engine::new(Box::new(policy), places.clone(), 4, None).with_thread_memory(4);
+            let mut target = FakeTarget::with(vec![(1, Some(1.0)), (2, Some(1.0))]);
+            for k in 0..periods {
+                engine.step(&mut target, k as f64 * 0.05).unwrap();
+            }
+            (target.thread_memory, engine.thread_memory_moves())
+        };
+        let two_stays = || SwitchingPolicy {
+            first: core_0,
+            then: core_2,
+            switch_at: 12,
+        };
+        // Placed on core 0 at period 0, there 4 periods by period 4: asked
+        // once per thread (the target says whether anything moved); on
+        // node 1 from period 12: asked again at period 16, not before.
+        assert_eq!(run(two_stays(), 16).0, vec![(1, 0), (2, 0)]);
+        let (asked, moved) = run(two_stays(), 17);
+        assert_eq!(asked, vec![(1, 0), (2, 0), (1, 1), (2, 1)]);
+        assert_eq!(moved, 4);
+        // A place across nodes (Linux's) never moves memory.
+        let linux = SwitchingPolicy {
+            first: machine,
+            then: machine,
+            switch_at: 0,
+        };
+        assert_eq!(run(linux, 30).0, vec![]);
+        // Off unless asked for.
+        let mut engine = Engine::new(Box::new(two_stays()), places.clone(), 4, None);
+        let mut target = FakeTarget::with(vec![(1, Some(1.0))]);
+        for k in 0..30 {
+            engine.step(&mut target, k as f64 * 0.05).unwrap();
+        }
+        assert!(target.thread_memory.is_empty());
     }
 
     #[test]

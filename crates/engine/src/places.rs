@@ -26,6 +26,10 @@ pub struct Places {
     /// Filled by whoever knows the machine (the live session, the
     /// simulator); [`Places::new`] says `None`.
     pub kernel_moves_memory: Option<std::time::Duration>,
+    /// pinlearn moves a thread's first-touched pages to the node it places
+    /// the thread on (`move_thread_memory`, real memory nodes; the
+    /// simulator models it). [`Places::new`] says no.
+    pub memory_moves_with_threads: bool,
 }
 
 impl Places {
@@ -67,6 +71,7 @@ impl Places {
             cpus,
             remote_ratio: topology.remote_ratio(),
             kernel_moves_memory: None,
+            memory_moves_with_threads: false,
         }
     }
 

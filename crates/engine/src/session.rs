@@ -50,6 +50,8 @@ pub struct Session {
     /// OS index of each layout node's memory, when memory binding is on and
     /// the nodes are real memory nodes.
     pub memory_nodes: Option<Vec<u32>>,
+    /// The same, when threads' memory follows them (`move_thread_memory`).
+    pub thread_memory_nodes: Option<Vec<u32>>,
     pub trace: Option<PathBuf>,
     pub watchdog: Option<PathBuf>,
     /// The bubbles of `--bubbles`, checked against the topology.
@@ -106,22 +108,37 @@ impl Session {
         }
         let (metric, metric_note) = resolve_metric(request.settings.metric).map_err(EngineError::bad_input)?;
         let mut notes: Vec<String> = metric_note.into_iter().collect();
+        let real_nodes = (topology.nodes().len() >= 2 && topology.source().starts_with("hwloc"))
+            .then(|| topology.nodes().iter().map(|n| n.os_index).collect::<Vec<u32>>());
         let memory_nodes = match request.settings.memory_binding {
             None => None,
             Some(_) if topology.nodes().len() < 2 => {
                 notes.push("memory binding: one NUMA node here, so there is no memory to move".into());
                 None
             }
-            Some(_) if !topology.source().starts_with("hwloc") => {
+            Some(_) if real_nodes.is_none() => {
                 notes.push(format!(
                     "memory binding: the nodes of {} are groups of CPUs, not memory nodes; no memory is moved",
                     topology.source()
                 ));
                 None
             }
-            Some(_) => Some(topology.nodes().iter().map(|n| n.os_index).collect()),
+            Some(_) => real_nodes.clone(),
         };
-        let places = Places::on_this_machine(&topology);
+        // One node: no memory to move, nothing to say (the default is on).
+        let thread_memory_nodes = match (request.settings.move_thread_memory, &real_nodes) {
+            (true, None) if topology.nodes().len() >= 2 => {
+                notes.push(format!(
+                    "threads' memory: the nodes of {} are groups of CPUs, not memory nodes; it stays where it was first touched",
+                    topology.source()
+                ));
+                None
+            }
+            (true, Some(nodes)) => Some(nodes.clone()),
+            _ => None,
+        };
+        let mut places = Places::on_this_machine(&topology);
+        places.memory_moves_with_threads = thread_memory_nodes.is_some();
         let declared = (request.settings.policy.places_bubbles() && bubbles.is_none())
             .then(|| DeclaredBubbles::new(Some(places.burst_levels())));
         Ok(Session {
@@ -131,6 +148,7 @@ impl Session {
             metric,
             notes,
             memory_nodes,
+            thread_memory_nodes,
             trace: request.trace.clone(),
             watchdog: request.watchdog.clone(),
             bubbles,
@@ -153,7 +171,10 @@ impl Session {
             None => effective.clone(),
         };
         let topology = self.machine.restrict(&allowed).ok()?;
-        let places = Places::on_this_machine(&topology);
+        let mut places = Places::on_this_machine(&topology);
+        // Layout node i stays OS node nodes[i] only while the same nodes remain.
+        let nodes: Vec<u32> = topology.nodes().iter().map(|n| n.os_index).collect();
+        places.memory_moves_with_threads = self.thread_memory_nodes.as_ref() == Some(&nodes);
         let policy = self.policy_over(&places);
         Some((places, policy))
     }
@@ -189,6 +210,9 @@ impl Session {
         if let Some(declared) = &self.declared {
             engine = engine.with_declared_bubbles(declared.clone());
         }
+        if self.thread_memory_nodes.is_some() {
+            engine = engine.with_thread_memory(self.settings.numa_every());
+        }
         Ok(match (self.settings.memory_binding, &self.memory_nodes) {
             (Some(zeta), Some(_)) => engine.with_memory_binding(zeta),
             _ => engine,
@@ -205,6 +229,10 @@ impl Session {
         )
         .following_program_affinity(self.settings.follow_program_affinity)
         .with_sampling(&self.settings.sampling);
+        let target = match &self.thread_memory_nodes {
+            Some(nodes) => target.with_thread_memory(nodes.clone()),
+            None => target,
+        };
         match &self.memory_nodes {
             Some(nodes) => target.with_memory_nodes(nodes.clone()),
             None => target,

@@ -63,6 +63,9 @@ pub struct Summary {
     pub repins: u64,
     /// Processes whose memory was moved to another node (memory binding).
     pub memory_moves: u64,
+    /// Threads whose memory was moved to the node they were placed on
+    /// (`move_thread_memory`).
+    pub thread_memory_moves: u64,
     /// CPU time of the manager itself (user + system).
     pub manager_cpu_s: f64,
     /// Manager CPU time as a share of one core over the run, in percent.
@@ -422,6 +425,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, driven: &Driven, cpu: 
         threads_seen: engine.threads_seen(),
         repins: engine.repins(),
         memory_moves: engine.memory_moves(),
+        thread_memory_moves: engine.thread_memory_moves(),
         manager_cpu_s: cpu.as_secs_f64(),
         manager_cpu_pct: 100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9),
         manager_max_rss_kib: max_rss_kib(),

@@ -151,6 +151,15 @@ pub trait Target {
         let _ = (pid, node);
         Ok(false)
     }
+
+    /// Moves the memory thread `key` touched first to layout node `node`
+    /// (its memory follows it there). `Ok(false)` when nothing moved: the
+    /// thread ended, its memory is there already, or the target cannot
+    /// tell a thread's memory.
+    fn move_thread_memory(&mut self, key: ThreadKey, node: usize) -> Result<bool, EngineError> {
+        let _ = (key, node);
+        Ok(false)
+    }
 }
 
 #[cfg(test)]

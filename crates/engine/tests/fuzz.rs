@@ -33,6 +33,7 @@ fn near_configs() -> impl Strategy<Value = String> {
         Just("seed"),
         Just("children"),
         Just("memory_binding"),
+        Just("move_thread_memory"),
         Just("follow_program_affinity"),
         Just("start"),
         Just("init_focus"),

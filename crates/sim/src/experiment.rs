@@ -129,6 +129,9 @@ impl Experiment {
         // brings memory after a thread, as a live session reads whether the
         // real one does.
         places.kernel_moves_memory = self.params.numa_balancing_s.map(std::time::Duration::from_secs_f64);
+        // pinlearn moves a pinned thread's memory after it where the
+        // settings say so, as a live session does on real memory nodes.
+        places.memory_moves_with_threads = self.settings.move_thread_memory && topology.nodes().len() > 1;
         let cores_per_node: Vec<usize> = topology.nodes().iter().map(|n| n.cores.len()).collect();
         let cores: usize = cores_per_node.iter().sum();
         let duration = self.workload.duration_s;
@@ -288,6 +291,9 @@ impl Experiment {
             self.settings.numa_every(),
             trace,
         );
+        if prepared.places.memory_moves_with_threads {
+            engine = engine.with_thread_memory(self.settings.numa_every());
+        }
         if let SchedulerKind::Policy(policy) = scheduler.kind
             && policy.places_bubbles()
             && let Some(rules) = self.declared_bubbles(prepared)

@@ -242,6 +242,10 @@ pub struct MachineParams {
     /// this much ([`numa_balancing`]; `None`: memory stays where it was
     /// first touched).
     pub numa_balancing_s: Option<f64>,
+    /// CPU time a thread loses while pinlearn moves the memory it first
+    /// touched to another node ([`Target::move_thread_memory`]): the copy
+    /// of its pages and the faults on those in flight.
+    pub thread_memory_move_s: f64,
 }
 
 impl Default for MachineParams {
@@ -260,9 +264,14 @@ impl Default for MachineParams {
             metric: SimMetric::Cpu,
             load_session: LoadSession::Same,
             numa_balancing_s: None,
+            thread_memory_move_s: THREAD_MEMORY_MOVE_S,
         }
     }
 }
+
+/// [`MachineParams::thread_memory_move_s`] by default: 100 MB of pages at
+/// the 2 GB/s move_pages(2) reaches.
+pub const THREAD_MEMORY_MOVE_S: f64 = 0.05;
 
 /// What a thread accumulated since the last observation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -1468,6 +1477,26 @@ impl Target for SimMachine {
                 self.totals.memory_moves += 1;
             }
         }
+        Ok(true)
+    }
+
+    /// The memory thread `key` first touched moves to `node`, as
+    /// move_pages(2) moves a live thread's sampled pages; the thread loses
+    /// [`MachineParams::thread_memory_move_s`] of CPU time meanwhile.
+    fn move_thread_memory(&mut self, key: ThreadKey, node: usize) -> Result<bool, EngineError> {
+        let Some(index) = self.program.index_of(key) else {
+            return Ok(false);
+        };
+        let Some(thread) = self.threads.get_mut(index) else {
+            return Ok(false);
+        };
+        if node >= self.node_cores.len() || thread.home.is_none_or(|home| home == node) {
+            return Ok(false);
+        }
+        thread.home = Some(node);
+        thread.away = None;
+        thread.stall_s += self.params.thread_memory_move_s;
+        self.totals.memory_moves += 1;
         Ok(true)
     }
 

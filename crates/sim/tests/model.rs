@@ -454,6 +454,50 @@ fn numa_balancing_moves_memory_to_where_a_thread_works_and_binding_moves_it_all(
 }
 
 #[test]
+fn a_thread_s_memory_moved_after_it_costs_the_copy_once_then_runs_local() {
+    let places = places("node:2 core:1 pu:1");
+    let core_of_node = |node| places.layout.cores_of(node).next().expect("a core on every node");
+    let mut workload = spec(WorkloadKind::Independent, 2, 100.0);
+    workload.memory_intensity = 1.0;
+    let params = MachineParams {
+        thread_memory_move_s: 0.1,
+        ..exact(SimMetric::Heartbeat)
+    };
+    let mut machine = SimMachine::new(&places, &workload, BackgroundSchedule::idle(2), params, 4);
+    observe(&mut machine);
+    pin(&mut machine, 0, core_of_node(0));
+    pin(&mut machine, 1, core_of_node(1));
+    machine.advance_to(0.5);
+    pin(&mut machine, 0, core_of_node(1));
+    pin(&mut machine, 1, core_of_node(0));
+    observe(&mut machine);
+    machine.advance_to(1.0);
+    let speeds = observe(&mut machine);
+    let remote = speeds[0].speed.unwrap();
+    // Half speed remote (the 1 ms of the node change paid too).
+    assert!(close(remote, 0.5, 0.01), "remote: {remote}");
+    let key = speeds[0].key;
+    assert!(
+        !machine.move_thread_memory(key, 0).unwrap(),
+        "its memory is on node 0 already"
+    );
+    assert!(machine.move_thread_memory(key, 1).unwrap());
+    assert_eq!((machine.memory_node(0), machine.memory_node(1)), (Some(1), Some(1)));
+    assert_eq!(machine.totals().memory_moves, 1, "only that thread's memory moved");
+    // The copy: 0.1 s of its CPU time without progress, then local.
+    machine.advance_to(2.0);
+    let moved = observe(&mut machine)[0].speed.unwrap();
+    assert!(
+        close(moved, 0.9, 1e-9),
+        "0.1 s of the second paid for the copy: {moved}"
+    );
+    machine.advance_to(3.0);
+    let local = observe(&mut machine)[0].speed.unwrap();
+    assert!(close(local, 1.0, 1e-9), "local: {local}");
+    assert!(!machine.move_thread_memory(999, 0).unwrap(), "no such thread");
+}
+
+#[test]
 fn the_os_model_ignores_memory_placement() {
     let places = places("node:2 core:1 pu:1");
     let whole = places.layout.whole();

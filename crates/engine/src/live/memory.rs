@@ -1,8 +1,9 @@
-//! Moving memory to a NUMA node: a whole process from outside, a thread's
-//! stack from inside.
+//! Moving memory to a NUMA node: a whole process or a thread's pages from
+//! outside, a thread's stack from inside.
 //!
 //! ```text
 //!   migrate_process(pid, all memory nodes, to) ─► migrate_pages(pid, maxnode, old = all but `to`, new = {to})
+//!   move_pages_to(pid, addresses, to)           ─► move_pages(pid, MOVE_CHUNK at a time, {to}, MPOL_MF_MOVE)
 //!   bind_range(stack, to)  (in-process only)    ─► mbind(stack, MPOL_PREFERRED {to}, MPOL_MF_MOVE)
 //! ```
 //!
@@ -53,6 +54,41 @@ pub fn migrate_process(pid: u32, nodes: &[u32], to: u32) -> io::Result<()> {
         )
     };
     checked(ret)
+}
+
+/// Pages per move_pages(2) call.
+const MOVE_CHUNK: usize = 4096;
+
+/// Moves the pages of process `pid` at `addresses` (page aligned) to node
+/// `to`; returns how many are on `to` afterwards. Pages no longer mapped,
+/// or shared with other processes, stay (the kernel reports them per page;
+/// not an error here).
+pub fn move_pages_to(pid: u32, addresses: &[u64], to: u32) -> io::Result<usize> {
+    let mut there = 0;
+    let nodes = vec![to as libc::c_int; MOVE_CHUNK.min(addresses.len())];
+    let mut status = vec![0 as libc::c_int; nodes.len()];
+    for chunk in addresses.chunks(MOVE_CHUNK) {
+        // SAFETY: `chunk`, `nodes` and `status` each hold at least
+        // `chunk.len()` elements; addresses are only read by the kernel,
+        // in the other process's address space.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                pid as libc::pid_t,
+                chunk.len() as libc::c_ulong,
+                chunk.as_ptr(),
+                nodes.as_ptr(),
+                status.as_mut_ptr(),
+                MPOL_MF_MOVE as libc::c_int,
+            )
+        };
+        checked(ret)?;
+        there += status[..chunk.len()]
+            .iter()
+            .filter(|&&node| node == to as libc::c_int)
+            .count();
+    }
+    Ok(there)
 }
 
 const MPOL_PREFERRED: libc::c_ulong = 1;
@@ -116,6 +152,22 @@ mod tests {
             bind_range(start, len, 0)
         });
         handle.join().unwrap().expect("mbind of the stack to node 0");
+    }
+
+    #[test]
+    fn pages_of_a_thread_move_to_node_0_and_unmapped_ones_are_skipped() {
+        let page = 4096usize;
+        let buffer: Vec<u8> = vec![1; 40 * page];
+        let first = (buffer.as_ptr() as usize).next_multiple_of(page);
+        let mut addresses: Vec<u64> = (0..32).map(|i| (first + i * page) as u64).collect();
+        // An address nothing is mapped at (the zero page of the address space).
+        addresses.insert(0, 0);
+        let there = move_pages_to(std::process::id(), &addresses, 0).expect("move_pages to node 0");
+        assert_eq!(
+            there, 32,
+            "every mapped page is on node 0, the unmapped one is not counted"
+        );
+        drop(buffer);
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod helper;
 mod journal;
 mod limits;
 mod memory;
+mod pages;
 mod priority;
 mod probe;
 mod spin;
@@ -48,7 +49,8 @@ pub use limits::OpenFiles;
 pub mod restore {
     pub use super::journal::{restore, watch};
 }
-pub use memory::current_thread_stack;
+pub use memory::{current_thread_stack, move_pages_to};
+pub use pages::FaultPages;
 pub use priority::ManagerScheduling;
 pub use probe::{CpuSamples, instructions_supported, resolve_metric, sampling_supported};
 pub use spin::Isa;
@@ -117,6 +119,10 @@ struct LiveThread {
     instructions: Option<Instructions>,
     samples: Option<CpuSamples>,
     io: Option<IoBytes>,
+    /// The pages it faulted on, where its memory follows it.
+    faults: Option<pages::FaultPages>,
+    /// Its fault count when its fault event was last closed.
+    fault_count: Option<u64>,
     /// What scored the thread in the last period.
     scoring: Option<crate::target::Scoring>,
     /// Periods since the thread was first seen.
@@ -240,6 +246,8 @@ pub struct LiveProcess {
     nominal_period_s: f64,
     /// OS index of each layout node's memory (memory binding on).
     memory_nodes: Option<Vec<u32>>,
+    /// Moving each thread's first-touched pages after it.
+    thread_memory: Option<ThreadMemory>,
     /// CPU-clock sampling (metrics `useful` and `heartbeat`): the waiting
     /// code of each process, the sampling period and ring size.
     sampling: Option<SamplingSetup>,
@@ -259,6 +267,33 @@ struct BubbleChannel {
     ignored: bool,
     /// Declarations of this period (reused).
     ops: Vec<BubbleOp>,
+}
+
+/// Threads' memory following them ([`LiveProcess::with_thread_memory`]).
+struct ThreadMemory {
+    /// OS index of each layout node's memory.
+    nodes: Vec<u32>,
+    /// Page faults could not be recorded, or pages not moved: no more
+    /// tries (said once).
+    off: bool,
+    /// Some faults were not recorded (said once).
+    missed_said: bool,
+    /// Pages moved so far, and the time spent moving them.
+    pages_moved: u64,
+    moving_s: f64,
+    /// Periods measured, whose turn picks the closed events checked.
+    periods: u64,
+}
+
+/// A thread whose fault event is closed has its fault count read every
+/// this many periods (staggered by tid); grown, the event opens again.
+const FAULT_CHECK_PERIODS: u64 = 4;
+
+/// Minor and major faults thread `tid` of `pid` has taken (fields 10 and 12
+/// of its stat line).
+fn faults_taken(pid: u32, tid: u32) -> Option<u64> {
+    let path = format!("/proc/{pid}/task/{tid}/stat");
+    Some(stat_field::<u64>(&path, 10)? + stat_field::<u64>(&path, 12)?)
 }
 
 /// How threads are sampled.
@@ -314,6 +349,7 @@ impl LiveProcess {
             last_observe: None,
             nominal_period_s: period_s,
             memory_nodes: None,
+            thread_memory: None,
             sampling: None,
             rate_peak: FadingPeak::default(),
             bubble_channel: None,
@@ -406,6 +442,42 @@ impl LiveProcess {
     pub fn with_memory_nodes(mut self, nodes: Vec<u32>) -> Self {
         self.memory_nodes = Some(nodes);
         self
+    }
+
+    /// Makes each thread's memory follow it ([`Target::move_thread_memory`]):
+    /// its page faults are recorded from when it is first seen, and its
+    /// pages moved on request. Layout node `i` is OS memory node `nodes[i]`.
+    pub fn with_thread_memory(mut self, nodes: Vec<u32>) -> Self {
+        self.thread_memory = Some(ThreadMemory {
+            nodes,
+            off: false,
+            missed_said: false,
+            pages_moved: 0,
+            moving_s: 0.0,
+            periods: 0,
+        });
+        self
+    }
+
+    /// Pages of threads moved after them so far, and the seconds spent
+    /// moving them.
+    pub fn thread_pages_moved(&self) -> Option<(u64, f64)> {
+        self.thread_memory.as_ref().map(|m| (m.pages_moved, m.moving_s))
+    }
+
+    /// Says once that threads' memory cannot follow them, and stops trying.
+    fn thread_memory_off(&mut self, why: String) {
+        if let Some(memory) = self.thread_memory.as_mut()
+            && !memory.off
+        {
+            memory.off = true;
+            for thread in self.threads.values_mut() {
+                thread.faults = None;
+            }
+            let note = format!("{why}; threads' memory stays where they first touched it");
+            eprintln!("pinlearn: {note}");
+            self.notes.push(note);
+        }
     }
 
     /// Writes every original mask to `journal` before changing it.
@@ -626,6 +698,19 @@ impl LiveProcess {
             },
             None => None,
         };
+        let faults = match self.thread_memory.as_ref().filter(|memory| !memory.off) {
+            Some(_) => match pages::FaultPages::open(tid) {
+                Ok(faults) => Some(faults),
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) || thread_ended(pid, tid) => return None,
+                Err(e) => {
+                    self.thread_memory_off(format!(
+                        "cannot record the page faults of thread {tid} of process {pid} (perf_event_open: {e})"
+                    ));
+                    None
+                }
+            },
+            None => None,
+        };
         if original != found_on {
             // It inherited a pin of pinlearn's: restore it even if
             // pinlearn never moves it. A journal that cannot be written
@@ -647,6 +732,8 @@ impl LiveProcess {
             instructions,
             samples,
             io,
+            faults,
+            fault_count: None,
             scoring: None,
             age: 0,
             grain: groups::Grain::default(),
@@ -755,6 +842,10 @@ impl LiveProcess {
         if let Some(sampling) = self.sampling.as_mut() {
             sampling.observed += 1;
         }
+        let fault_period = self.thread_memory.as_mut().map_or(0, |memory| {
+            memory.periods += 1;
+            memory.periods
+        });
         for (&key, thread) in self.threads.iter_mut().filter(|(_, thread)| !thread.left_to_program) {
             let pid = thread.who.pid;
             let (cpu_share, ran_ns, read) = match thread.schedstat.as_mut().map(|s| s.run_share(period_ns)) {
@@ -770,6 +861,28 @@ impl LiveProcess {
                 Some(Err(_)) | None => (None, 0, false),
             };
             measured.ran_ns += ran_ns;
+            if let Some(faults) = thread.faults.as_mut() {
+                faults.drain();
+                measured.faults_missed |= faults.missed > 0;
+                // The event costs on every switch: a thread switched to
+                // often keeps it open only while it faults.
+                let tid = thread.who.tid;
+                let switches_per_s = thread.schedstat.as_ref().map_or(0.0, |s| s.slices() as f64 / period_s);
+                if faults.is_open() {
+                    if switches_per_s >= CHEAP_SLICES_PER_S && faults.drained == 0 {
+                        thread.fault_count = faults_taken(pid, tid);
+                        if thread.fault_count.is_some() {
+                            // Closing cannot fail.
+                            let _ = faults.set_open(false);
+                        }
+                    }
+                } else if (u64::from(tid) + fault_period).is_multiple_of(FAULT_CHECK_PERIODS)
+                    && faults_taken(pid, tid).is_some_and(|now| thread.fault_count.is_none_or(|was| now > was))
+                {
+                    // Refused now (out of descriptors): tried again at its next turn.
+                    let _ = faults.set_open(true);
+                }
+            }
             // The share of its recent samples in working code, when sampled.
             let work_share = match (thread.samples.as_mut(), self.sampling.as_mut()) {
                 (Some(probe), Some(sampling)) => {
@@ -918,6 +1031,8 @@ struct Measured {
     sampled_waiting_ns: f64,
     /// (sample index, bytes per second) of every thread (metric `io`).
     io_rates: Vec<(usize, f64)>,
+    /// A thread's page faults were not all recorded.
+    faults_missed: bool,
 }
 
 impl Target for LiveProcess {
@@ -935,6 +1050,16 @@ impl Target for LiveProcess {
         self.follow_programs();
         self.refresh_names();
         let measured = self.measure(samples, period_s);
+        if measured.faults_missed
+            && let Some(memory) = self.thread_memory.as_mut()
+            && !std::mem::replace(&mut memory.missed_said, true)
+        {
+            self.notes.push(format!(
+                "a thread took page faults faster than {} a period, or more than {} pages: the pages beyond do not follow it",
+                pages::FAULT_RING_BYTES / 16,
+                pages::MAX_PAGES
+            ));
+        }
 
         // Progress for the guard, the best source there is: beats per
         // second where the program beats, bytes per second (io), instructions
@@ -1055,6 +1180,47 @@ impl Target for LiveProcess {
 
     fn progress(&self) -> Option<f64> {
         self.progress
+    }
+
+    /// Moves the pages thread `key` faulted on to `node` (move_pages(2)).
+    /// A refusal (another user's process, a kernel without page
+    /// migration) turns thread memory off with one note; the run goes on.
+    fn move_thread_memory(&mut self, key: ThreadKey, node: usize) -> Result<bool, EngineError> {
+        let Some(to) = self
+            .thread_memory
+            .as_ref()
+            .filter(|memory| !memory.off)
+            .and_then(|memory| memory.nodes.get(node).copied())
+        else {
+            return Ok(false);
+        };
+        let Some(thread) = self.threads.get_mut(&key) else {
+            return Ok(false);
+        };
+        let (pid, tid) = (thread.who.pid, thread.who.tid);
+        let Some(addresses) = thread.faults.as_mut().map(pages::FaultPages::addresses) else {
+            return Ok(false);
+        };
+        if addresses.is_empty() {
+            return Ok(false);
+        }
+        let started = Instant::now();
+        let moved = memory::move_pages_to(pid, &addresses, to);
+        let memory = self.thread_memory.as_mut().expect("checked above");
+        memory.moving_s += started.elapsed().as_secs_f64();
+        match moved {
+            Ok(there) => {
+                memory.pages_moved += there as u64;
+                Ok(there > 0)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
+            Err(e) => {
+                self.thread_memory_off(format!(
+                    "cannot move the pages of thread {tid} of process {pid} to node {to} (move_pages: {e})"
+                ));
+                Ok(false)
+            }
+        }
     }
 
     fn bind_memory(&mut self, pid: u32, node: usize) -> Result<bool, EngineError> {

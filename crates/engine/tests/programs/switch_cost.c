@@ -2,7 +2,9 @@
  * threads pass a byte back and forth over pipes ROUNDS times (each round
  * trip is two sleeps and two wake-ups), with MODE 0 no event, 1 a CPU-clock
  * sampling event opened on each thread and left disabled, 2 that event
- * sampling at 250 Hz (what pinlearn's `useful` metric opens). Prints
+ * sampling at 250 Hz (what pinlearn's `useful` metric opens), 3 a
+ * page-fault event sampling every fault's address (what
+ * `move_thread_memory` opens on each thread of a multi-node machine). Prints
  * "MODE SECONDS". Run it on one CPU (taskset -c N) to time the switches
  * themselves: scripts/bench-switch-cost.
  *
@@ -32,11 +34,17 @@ static void attach_event(void)
     memset(&attr, 0, sizeof attr);
     attr.size = sizeof attr;
     attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_CPU_CLOCK;
-    attr.sample_period = 4000000; /* 250 Hz of the thread's CPU time */
-    attr.sample_type = PERF_SAMPLE_IP;
+    if (mode == 3) {
+        attr.config = PERF_COUNT_SW_PAGE_FAULTS;
+        attr.sample_period = 1;
+        attr.sample_type = PERF_SAMPLE_ADDR;
+    } else {
+        attr.config = PERF_COUNT_SW_CPU_CLOCK;
+        attr.sample_period = 4000000; /* 250 Hz of the thread's CPU time */
+        attr.sample_type = PERF_SAMPLE_IP;
+        attr.exclude_kernel = 1;
+    }
     attr.disabled = 1;
-    attr.exclude_kernel = 1;
     int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
     if (fd < 0) {
         perror("perf_event_open");
@@ -46,7 +54,7 @@ static void attach_event(void)
         perror("mmap");
         exit(1);
     }
-    if (mode == 2)
+    if (mode >= 2)
         ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
 }
 
@@ -63,8 +71,8 @@ static void *echo(void *unused)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (mode = atoi(argv[1])) < 0 || mode > 2 || (rounds = atol(argv[2])) < 1) {
-        fprintf(stderr, "usage: switch_cost MODE(0|1|2) ROUNDS\n");
+    if (argc != 3 || (mode = atoi(argv[1])) < 0 || mode > 3 || (rounds = atol(argv[2])) < 1) {
+        fprintf(stderr, "usage: switch_cost MODE(0|1|2|3) ROUNDS\n");
         return 2;
     }
     if (pipe(to_echo) || pipe(to_main)) {

@@ -1,0 +1,305 @@
+//! The pages each thread touched first, from page-fault samples, so that
+//! its memory can follow it to the node pinlearn places it on.
+//!
+//! ```text
+//!   admit(thread)   perf_event_open(SW PAGE_FAULTS, tid, every fault, sample ADDR) ─► ring
+//!   every period    drain ─► faulting addresses ─► page ranges (merged, at most MAX_PAGES)
+//!   move(pid, to)   every recorded page ─► move_pages(2) ─► pages now on `to` (memory.rs)
+//! ```
+//!
+//! The event costs the thread on every switch to it (about 1.1 us in this
+//! KVM guest, `scripts/bench-switch-cost`, event 3), so for a thread
+//! switched to often it stays open only while the thread faults: closed
+//! after a period without faults, opened again when the thread's fault
+//! count (`/proc/PID/task/TID/stat`) has grown (the caller's duty rule,
+//! `live/mod.rs`); the faults of the periods in between are not recorded.
+//!
+//! A page fault is a first touch: Linux puts the page on the node of the
+//! CPU the thread faulted on, so the pages a thread faulted are the memory
+//! that stays behind when pinlearn moves the thread to another node. Pages
+//! touched after the move are first-touched where the thread now runs and
+//! need nothing. Faults taken before pinlearn saw the thread (attach, or
+//! the first period of a new thread) are not known; a ring that fills
+//! within a period loses the faults beyond it (counted, said once by the
+//! caller). A software event: it works without hardware counters.
+
+use perf_event::Sampler;
+use std::io;
+
+/// PERF_RECORD_SAMPLE and PERF_RECORD_LOST (linux/perf_event.h).
+const RECORD_SAMPLE: u32 = 9;
+const RECORD_LOST: u32 = 2;
+
+/// Pages recorded per thread at most (4 GiB of 4 KiB pages): beyond,
+/// later faults are not followed.
+pub const MAX_PAGES: u64 = 1 << 20;
+
+/// Ranges kept before they are sorted and merged again.
+const COMPACT_AT: usize = 4096;
+
+/// Ring of each thread's fault samples: 16384 faults (16 bytes each) a
+/// period, 64 MiB of 4 KiB pages first touched in 50 ms (this machine
+/// faulted about 330000 pages a second into a fresh mapping,
+/// `examples/fault_sampling_cost.rs`; a 64 KiB ring lost 70% of them).
+pub const FAULT_RING_BYTES: usize = 256 << 10;
+
+/// One thread's first-touched pages.
+pub struct FaultPages {
+    /// The open event; `None` while closed ([`Self::set_open`]).
+    sampler: Option<Sampler>,
+    tid: u32,
+    page_shift: u32,
+    /// Page number ranges `[start, end)`, the newest last; sorted and
+    /// merged whenever more than [`COMPACT_AT`] accumulate.
+    ranges: Vec<(u64, u64)>,
+    /// Pages in `ranges` after the last compaction (an upper bound since).
+    pages: u64,
+    /// Faults that were not recorded: the ring filled, or [`MAX_PAGES`] reached.
+    pub missed: u64,
+    /// Faults taken in the last [`Self::drain`].
+    pub drained: u64,
+}
+
+impl FaultPages {
+    /// Starts recording the page faults of thread `tid`.
+    pub fn open(tid: u32) -> io::Result<Self> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+        Ok(FaultPages {
+            sampler: Some(Self::event(tid)?),
+            tid,
+            page_shift: page.trailing_zeros(),
+            ranges: Vec::new(),
+            pages: 0,
+            missed: 0,
+            drained: 0,
+        })
+    }
+
+    /// Whether the event is open.
+    pub fn is_open(&self) -> bool {
+        self.sampler.is_some()
+    }
+
+    /// Opens the event again, or closes it (taking what it recorded first).
+    pub fn set_open(&mut self, open: bool) -> io::Result<()> {
+        match (open, self.sampler.is_some()) {
+            (true, false) => self.sampler = Some(Self::event(self.tid)?),
+            (false, true) => {
+                self.drain();
+                self.sampler = None;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn event(tid: u32) -> io::Result<Sampler> {
+        let build = |exclude_kernel: bool| {
+            perf_event::Builder::new(perf_event::events::Software::PAGE_FAULTS)
+                .observe_pid(tid as i32)
+                .any_cpu()
+                .exclude_kernel(exclude_kernel)
+                .exclude_hv(true)
+                .sample_period(1)
+                .sample(perf_event::SampleFlag::ADDR)
+                .build()
+        };
+        // Faults in the kernel's copies to a fresh buffer (read(2) into it)
+        // count too where the kernel allows it; else user-mode ones only.
+        let counter = build(false).or_else(|_| build(true))?;
+        let mut sampler = counter.sampled(FAULT_RING_BYTES)?;
+        sampler.enable()?;
+        Ok(sampler)
+    }
+
+    /// Takes every fault sample from the ring into the page ranges.
+    pub fn drain(&mut self) {
+        let mut pages = Vec::new();
+        let Some(sampler) = self.sampler.as_mut() else {
+            self.drained = 0;
+            return;
+        };
+        while let Some(record) = sampler.next_record() {
+            let mut word = [0u8; 16];
+            let mut filled = 0;
+            for part in record.data() {
+                let n = part.len().min(word.len() - filled);
+                word[filled..filled + n].copy_from_slice(&part[..n]);
+                filled += n;
+            }
+            match record.ty() {
+                RECORD_SAMPLE if filled >= 8 => {
+                    let address = u64::from_ne_bytes(word[..8].try_into().expect("8 bytes"));
+                    pages.push(address >> self.page_shift);
+                }
+                // PERF_RECORD_LOST: { id, lost }.
+                RECORD_LOST if filled >= 16 => {
+                    self.missed += u64::from_ne_bytes(word[8..16].try_into().expect("8 bytes"));
+                }
+                _ => {}
+            }
+        }
+        self.drained = pages.len() as u64;
+        for page in pages {
+            self.add(page);
+        }
+    }
+
+    fn add(&mut self, page: u64) {
+        if let Some(last) = self.ranges.last_mut() {
+            if (last.0..last.1).contains(&page) {
+                return;
+            }
+            if last.1 == page {
+                last.1 += 1;
+                self.pages += 1;
+                return;
+            }
+        }
+        if self.pages >= MAX_PAGES {
+            self.missed += 1;
+            return;
+        }
+        self.ranges.push((page, page + 1));
+        self.pages += 1;
+        if self.ranges.len() > COMPACT_AT {
+            self.compact();
+        }
+    }
+
+    /// Sorts and merges the ranges (overlapping or adjacent ones become one).
+    fn compact(&mut self) {
+        self.ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.ranges.len());
+        for &(start, end) in &self.ranges {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        self.pages = merged.iter().map(|(start, end)| end - start).sum();
+        self.ranges = merged;
+    }
+
+    /// The start address of every page recorded, each once, in order.
+    pub fn addresses(&mut self) -> Vec<u64> {
+        self.drain();
+        self.compact();
+        let shift = self.page_shift;
+        self.ranges
+            .iter()
+            .flat_map(|&(start, end)| (start..end).map(move |page| page << shift))
+            .collect()
+    }
+
+    /// Pages recorded.
+    #[cfg(test)]
+    fn pages(&mut self) -> u64 {
+        self.compact();
+        self.pages
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh anonymous mapping of `pages` pages, unmapped on drop.
+    struct Fresh {
+        start: *mut libc::c_void,
+        len: usize,
+    }
+
+    impl Fresh {
+        fn map(pages: usize) -> Self {
+            let len = pages * 4096;
+            // SAFETY: an anonymous private mapping; checked below.
+            let start = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(start, libc::MAP_FAILED, "mmap");
+            Fresh { start, len }
+        }
+
+        fn touch(&self) {
+            for offset in (0..self.len).step_by(4096) {
+                // SAFETY: inside the mapping, which is writable.
+                unsafe { std::ptr::write_volatile((self.start as *mut u8).add(offset), 1) };
+            }
+        }
+    }
+
+    impl Drop for Fresh {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `map`.
+            unsafe { libc::munmap(self.start, self.len) };
+        }
+    }
+
+    #[test]
+    fn the_pages_a_thread_touches_first_are_recorded_and_no_others() {
+        let before = Fresh::map(64);
+        before.touch();
+        let mut faults = FaultPages::open(crate::live::current_tid()).expect("page-fault sampling (a software event)");
+        let fresh = Fresh::map(300);
+        fresh.touch();
+        // Touched again: no fault, nothing new.
+        fresh.touch();
+        before.touch();
+        let addresses = faults.addresses();
+        let (start, end) = (fresh.start as u64, fresh.start as u64 + fresh.len as u64);
+        let inside = addresses.iter().filter(|&&a| (start..end).contains(&a)).count();
+        assert_eq!(inside, 300, "every page of the fresh mapping, once");
+        let before_start = before.start as u64;
+        assert!(
+            !addresses
+                .iter()
+                .any(|&a| (before_start..before_start + before.len as u64).contains(&a)),
+            "pages touched before recording began are not the thread's new memory"
+        );
+        assert!(addresses.windows(2).all(|w| w[0] < w[1]), "in order, each once");
+        assert_eq!(faults.pages(), addresses.len() as u64);
+    }
+
+    #[test]
+    fn a_closed_event_records_nothing_and_reopened_records_again() {
+        let mut faults = FaultPages::open(crate::live::current_tid()).expect("page-fault sampling");
+        let first = Fresh::map(16);
+        first.touch();
+        faults.set_open(false).expect("close");
+        assert!(!faults.is_open());
+        let unseen = Fresh::map(16);
+        unseen.touch();
+        faults.set_open(true).expect("open again");
+        let again = Fresh::map(16);
+        again.touch();
+        let addresses = faults.addresses();
+        let inside = |fresh: &Fresh| {
+            let start = fresh.start as u64;
+            addresses
+                .iter()
+                .filter(|&&a| (start..start + fresh.len as u64).contains(&a))
+                .count()
+        };
+        assert_eq!((inside(&first), inside(&unseen), inside(&again)), (16, 0, 16));
+    }
+
+    #[test]
+    fn pages_out_of_order_merge_into_ranges() {
+        let mut faults = FaultPages::open(crate::live::current_tid()).expect("page-fault sampling");
+        for page in [10, 11, 12, 5, 6, 13, 7, 20] {
+            faults.add(page);
+        }
+        faults.compact();
+        assert_eq!(faults.ranges, vec![(5, 8), (10, 14), (20, 21)]);
+        assert_eq!(faults.pages, 8);
+    }
+}

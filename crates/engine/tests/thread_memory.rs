@@ -1,0 +1,202 @@
+//! A thread's memory following it, from the live side: a thread of this
+//! process first-touches a fresh mapping while pinlearn records its page
+//! faults, then its pages are moved to a node with move_pages(2). This
+//! machine may have one memory node, so the two layout nodes of the test
+//! both stand for OS node 0: the pages are found, handed to the kernel and
+//! reported on the node asked for, which is all that differs from a real
+//! cross-node move but the copy.
+
+use pinlearn_engine::Metric;
+use pinlearn_engine::Target;
+use pinlearn_engine::live::{LiveProcess, Scope, get_affinity};
+use pinlearn_policy::ThreadSample;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const PAGES: usize = 2048;
+
+/// `PAGES` fresh pages (an anonymous mapping of their own, so none was
+/// touched before: an allocator may hand out memory it used already),
+/// each first-touched; never unmapped (the tests are short).
+fn first_touch() -> usize {
+    let len = PAGES * 4096;
+    // SAFETY: an anonymous private mapping, written inside its length.
+    unsafe {
+        let start = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(start, libc::MAP_FAILED, "mmap");
+        for offset in (0..len).step_by(4096) {
+            std::ptr::write_volatile((start as *mut u8).add(offset), 1);
+        }
+        start as usize
+    }
+}
+
+/// The tests count this process's perf events: one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Perf events open in this process.
+fn perf_events_open() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().contains("perf_event"))
+        .count()
+}
+
+/// A thread that waits for step 1, first-touches `PAGES` fresh pages, says
+/// so (step 2) and waits for step 3 before it unmaps them and ends. It
+/// spins while it waits: a thread switched to rarely, whose fault event
+/// stays open.
+fn toucher(step: Arc<AtomicU32>, tids: Arc<Mutex<HashSet<u32>>>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        tids.lock().unwrap().insert(nix::unistd::gettid().as_raw() as u32);
+        while step.load(Ordering::SeqCst) < 1 {
+            std::hint::spin_loop();
+        }
+        first_touch();
+        step.store(2, Ordering::SeqCst);
+        while step.load(Ordering::SeqCst) < 3 {
+            std::hint::spin_loop();
+        }
+    })
+}
+
+fn watched(tids: &Arc<Mutex<HashSet<u32>>>, thread_memory: bool) -> LiveProcess {
+    let scope = Scope {
+        only: Some(tids.clone()),
+        ..Scope::process_tree(std::process::id(), false)
+    };
+    let target = LiveProcess::new(scope, Metric::Cpu, vec![get_affinity(0).unwrap()], 0.05);
+    if thread_memory {
+        target.with_thread_memory(vec![0, 0])
+    } else {
+        target
+    }
+}
+
+#[test]
+fn the_pages_a_thread_touched_while_watched_move_to_the_node_asked_for() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    for thread_memory in [true, false] {
+        let step = Arc::new(AtomicU32::new(0));
+        let tids = Arc::new(Mutex::new(HashSet::new()));
+        let thread = toucher(step.clone(), tids.clone());
+        while tids.lock().unwrap().is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut target = watched(&tids, thread_memory);
+        let mut samples: Vec<ThreadSample> = Vec::new();
+        target.observe(&mut samples).unwrap();
+        let key = samples.first().expect("the thread is watched").key;
+        step.store(1, Ordering::SeqCst);
+        while step.load(Ordering::SeqCst) < 2 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        samples.clear();
+        target.observe(&mut samples).unwrap();
+        let moved = target.move_thread_memory(key, 1).unwrap();
+        let pages = target.thread_pages_moved();
+        assert!(
+            !target.move_thread_memory(key + (1 << 40), 1).unwrap(),
+            "no such thread"
+        );
+        step.store(3, Ordering::SeqCst);
+        thread.join().unwrap();
+        if thread_memory {
+            assert!(moved, "its pages were found and moved");
+            let (pages, seconds) = pages.expect("thread memory on");
+            assert!(pages as usize >= PAGES, "every page it touched: {pages}");
+            assert!(seconds > 0.0 && seconds < 1.0, "{seconds} s");
+            assert!(
+                target.take_notes().iter().all(|note| !note.contains("memory")),
+                "nothing refused"
+            );
+        } else {
+            assert!(!moved && pages.is_none(), "off unless asked for");
+        }
+    }
+}
+
+/// A thread that sleeps 100 us at a time (thousands of switches a second),
+/// first-touching `PAGES` fresh pages whenever `touch` is 1 (and lowering
+/// it), until it is 2.
+fn napper(touch: Arc<AtomicU32>, tids: Arc<Mutex<HashSet<u32>>>) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        tids.lock().unwrap().insert(nix::unistd::gettid().as_raw() as u32);
+        let mut kept = Vec::new();
+        loop {
+            match touch.load(Ordering::SeqCst) {
+                0 => std::thread::sleep(Duration::from_micros(100)),
+                1 => {
+                    kept.push(first_touch());
+                    touch.store(0, Ordering::SeqCst);
+                }
+                _ => return kept.len(),
+            }
+        }
+    })
+}
+
+#[test]
+fn a_thread_switched_to_often_has_its_fault_event_open_only_while_it_faults() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let touch = Arc::new(AtomicU32::new(0));
+    let tids = Arc::new(Mutex::new(HashSet::new()));
+    let thread = napper(touch.clone(), tids.clone());
+    while tids.lock().unwrap().is_empty() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut target = watched(&tids, true);
+    let mut samples: Vec<ThreadSample> = Vec::new();
+    let mut period = |target: &mut LiveProcess| {
+        std::thread::sleep(Duration::from_millis(50));
+        samples.clear();
+        target.observe(&mut samples).unwrap();
+        samples.first().expect("the thread is watched").key
+    };
+    let key = period(&mut target);
+    assert_eq!(perf_events_open(), 1, "open from the start");
+    for _ in 0..3 {
+        period(&mut target);
+    }
+    assert_eq!(
+        perf_events_open(),
+        0,
+        "closed: it naps thousands of times a second and takes no faults"
+    );
+    // It faults with its event closed: those pages are not recorded, but
+    // its fault count opens the event again within four periods.
+    touch.store(1, Ordering::SeqCst);
+    while touch.load(Ordering::SeqCst) != 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for _ in 0..4 {
+        period(&mut target);
+        if perf_events_open() == 1 {
+            break;
+        }
+    }
+    assert_eq!(perf_events_open(), 1, "open again once its fault count grew");
+    touch.store(1, Ordering::SeqCst);
+    while touch.load(Ordering::SeqCst) != 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    period(&mut target);
+    assert!(target.move_thread_memory(key, 1).unwrap());
+    let (pages, _) = target.thread_pages_moved().expect("thread memory on");
+    assert!(
+        (PAGES as u64..2 * PAGES as u64).contains(&pages),
+        "the second touch's pages, not the first's: {pages}"
+    );
+    touch.store(2, Ordering::SeqCst);
+    assert_eq!(thread.join().unwrap(), 2);
+}
