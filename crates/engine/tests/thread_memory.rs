@@ -200,3 +200,58 @@ fn a_thread_switched_to_often_has_its_fault_event_open_only_while_it_faults() {
     touch.store(2, Ordering::SeqCst);
     assert_eq!(thread.join().unwrap(), 2);
 }
+
+#[test]
+fn at_most_256_threads_have_their_faults_recorded_at_once_and_the_rest_is_said() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let stop = Arc::new(AtomicU32::new(0));
+    let tids = Arc::new(Mutex::new(HashSet::new()));
+    let threads: Vec<_> = (0..260)
+        .map(|_| {
+            let (stop, tids) = (stop.clone(), tids.clone());
+            std::thread::spawn(move || {
+                tids.lock().unwrap().insert(nix::unistd::gettid().as_raw() as u32);
+                while stop.load(Ordering::SeqCst) == 0 {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        })
+        .collect();
+    while tids.lock().unwrap().len() < 260 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut target = watched(&tids, true);
+    let mut samples = Vec::new();
+    target.observe(&mut samples).unwrap();
+    assert_eq!(samples.len(), 260);
+    assert_eq!(perf_events_open(), 256);
+    let notes = target.take_notes();
+    assert!(
+        notes.iter().any(|note| note.contains("more than 256 threads")),
+        "{notes:?}"
+    );
+    stop.store(1, Ordering::SeqCst);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    samples.clear();
+    target.observe(&mut samples).unwrap();
+    assert!(samples.is_empty());
+    assert_eq!(perf_events_open(), 0);
+    // The ended threads' places are free: a new thread is recorded.
+    tids.lock().unwrap().clear();
+    let step = Arc::new(AtomicU32::new(0));
+    let late = toucher(step.clone(), tids.clone());
+    while tids.lock().unwrap().is_empty() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    samples.clear();
+    target.observe(&mut samples).unwrap();
+    assert_eq!((samples.len(), perf_events_open()), (1, 1));
+    step.store(1, Ordering::SeqCst);
+    while step.load(Ordering::SeqCst) < 2 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    step.store(3, Ordering::SeqCst);
+    late.join().unwrap();
+}

@@ -283,7 +283,15 @@ struct ThreadMemory {
     moving_s: f64,
     /// Periods measured, whose turn picks the closed events checked.
     periods: u64,
+    /// Threads whose faults are recorded now, at most [`FAULT_THREADS_MAX`];
+    /// the others were said to be left out (once).
+    recorded: usize,
+    left_out_said: bool,
 }
+
+/// Threads whose page faults are recorded at once: each holds a ring of
+/// [`pages::FAULT_RING_BYTES`] of locked memory while its event is open.
+const FAULT_THREADS_MAX: usize = 256;
 
 /// A thread whose fault event is closed has its fault count read every
 /// this many periods (staggered by tid); grown, the event opens again.
@@ -455,6 +463,8 @@ impl LiveProcess {
             pages_moved: 0,
             moving_s: 0.0,
             periods: 0,
+            recorded: 0,
+            left_out_said: false,
         });
         self
     }
@@ -471,6 +481,7 @@ impl LiveProcess {
             && !memory.off
         {
             memory.off = true;
+            memory.recorded = 0;
             for thread in self.threads.values_mut() {
                 thread.faults = None;
             }
@@ -593,6 +604,12 @@ impl LiveProcess {
             return false;
         }
         thread.left_to_program = true;
+        // Not placed by pinlearn any more: its memory is never moved either.
+        if thread.faults.take().is_some()
+            && let Some(memory) = self.thread_memory.as_mut()
+        {
+            memory.recorded = memory.recorded.saturating_sub(1);
+        }
         let (who, expected) = (thread.who.clone(), thread.expected.clone());
         self.affinity.release(who.tid);
         let note = format!(
@@ -698,7 +715,15 @@ impl LiveProcess {
             },
             None => None,
         };
-        let faults = match self.thread_memory.as_ref().filter(|memory| !memory.off) {
+        let faults = match self.thread_memory.as_mut().filter(|memory| !memory.off) {
+            Some(memory) if memory.recorded >= FAULT_THREADS_MAX => {
+                if !std::mem::replace(&mut memory.left_out_said, true) {
+                    self.notes.push(format!(
+                        "more than {FAULT_THREADS_MAX} threads at once: the memory of those beyond stays where they first touch it"
+                    ));
+                }
+                None
+            }
             Some(_) => match pages::FaultPages::open(tid) {
                 Ok(faults) => Some(faults),
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) || thread_ended(pid, tid) => return None,
@@ -716,6 +741,11 @@ impl LiveProcess {
             // pinlearn never moves it. A journal that cannot be written
             // leaves it as it is: the next period tries again.
             self.affinity.adopt(tid, &original).ok()?;
+        }
+        if faults.is_some()
+            && let Some(memory) = self.thread_memory.as_mut()
+        {
+            memory.recorded += 1;
         }
         Some(LiveThread {
             who: ThreadInfo {
@@ -793,8 +823,12 @@ impl LiveProcess {
     /// mask and its heartbeat count. If the kernel reuses the tid, the next
     /// thread gets a new key (generation + 1).
     fn forget(&mut self, tid: u32) {
-        if let Some(key) = self.key_of.remove(&tid) {
-            self.threads.remove(&key);
+        if let Some(key) = self.key_of.remove(&tid)
+            && let Some(thread) = self.threads.remove(&key)
+            && thread.faults.is_some()
+            && let Some(memory) = self.thread_memory.as_mut()
+        {
+            memory.recorded = memory.recorded.saturating_sub(1);
         }
         self.affinity.forget(tid);
         self.heartbeats.forget(tid);
