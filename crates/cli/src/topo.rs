@@ -39,6 +39,10 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
     };
     let instructions = pinlearn_engine::live::instructions_supported();
     let sampling = pinlearn_engine::live::sampling_supported();
+    let faults = pinlearn_engine::live::fault_recording_supported();
+    // Where a live session moves threads' memory after them by default:
+    // real memory nodes (`move_thread_memory`).
+    let real_nodes = args.topology.is_none() && usable.nodes().len() > 1 && usable.source().starts_with("hwloc");
     let schedstat = std::fs::read_to_string("/proc/self/schedstat").is_ok();
     let io = std::fs::read_to_string("/proc/self/io").is_ok();
     let (auto, _) =
@@ -59,12 +63,15 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
                 "cpus": cpus.to_string(), "kind": format!("{:?}", p.kind).to_lowercase(), "node": p.node,
             })).collect::<Vec<_>>(),
             "memory_follows_s": places.kernel_moves_memory.map(|after| after.as_secs_f64()),
+            "thread_memory_moves": real_nodes && faults.is_ok(),
             "probes": {
                 "auto": auto.to_string(),
                 "useful": sampling.is_ok(),
                 "useful_note": sampling.as_ref().err(),
                 "instructions": instructions.is_ok(),
                 "instructions_note": instructions.as_ref().err(),
+                "page_faults": faults.is_ok(),
+                "page_faults_note": faults.as_ref().err(),
                 "schedstat": schedstat,
                 "io": io,
                 "heartbeat_dir": heartbeat_dir,
@@ -116,6 +123,14 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
                     "kernel.numa_balancing is off, or the nodes are groups of CPUs"
                 }
             ),
+        }
+    }
+    if real_nodes {
+        match &faults {
+            Ok(()) => println!(
+                "threads' memory: pinlearn moves the pages a thread first touched to the node it keeps the thread on (move_thread_memory)"
+            ),
+            Err(why) => println!("threads' memory: stays where first touched: {why}"),
         }
     }
     println!("speed sources (--metric auto takes {auto} here):");

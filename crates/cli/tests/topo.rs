@@ -68,6 +68,21 @@ fn topo_lists_the_speed_sources_that_work_here() {
     assert_eq!(probes["auto"], expected, "{probes}");
     assert_eq!(probes["useful_note"].is_null(), probes["useful"] == true, "{probes}");
     assert_eq!(probes["io"], true, "/proc/self/io is readable: {probes}");
+    // Page faults are a software event: recorded wherever perf_event_open
+    // works at all (the CPU-clock samples of `useful` are one too); their
+    // pages move only between real memory nodes.
+    assert_eq!(probes["page_faults"], probes["useful"], "{probes}");
+    assert_eq!(
+        probes["page_faults_note"].is_null(),
+        probes["page_faults"] == true,
+        "{probes}"
+    );
+    let nodes = report["topology"]["nodes"].as_array().expect("nodes").len();
+    assert_eq!(
+        report["thread_memory_moves"],
+        nodes > 1 && probes["page_faults"] == true,
+        "{report}"
+    );
     let out = run(&["topo"]);
     let text = String::from_utf8(out.stdout).expect("utf-8");
     assert!(text.contains(&format!("--metric auto takes {expected} here")), "{text}");

@@ -50,7 +50,7 @@ pub mod restore {
     pub use super::journal::{restore, watch};
 }
 pub use memory::{current_thread_stack, move_pages_to};
-pub use pages::FaultPages;
+pub use pages::{FaultPages, fault_recording_supported};
 pub use priority::ManagerScheduling;
 pub use probe::{CpuSamples, instructions_supported, resolve_metric, sampling_supported};
 pub use spin::Isa;

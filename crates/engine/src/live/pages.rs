@@ -201,6 +201,14 @@ impl FaultPages {
     }
 }
 
+/// Whether this kernel lets pinlearn record a thread's page faults: `Err`
+/// carries the reason to tell the user once.
+pub fn fault_recording_supported() -> Result<(), String> {
+    FaultPages::open(crate::live::current_tid()).map(drop).map_err(|e| {
+        format!("page faults cannot be recorded here (perf_event_open: {e}; see /proc/sys/kernel/perf_event_paranoid)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
