@@ -443,18 +443,20 @@ impl Engine {
                 placement_changed = true;
             }
             *record.periods_on.entry(record.place).or_insert(0) += 1;
-            let node = record.place.and_then(|p| self.places.layout.places()[p].node);
-            if node != record.on_node.map(|(node, _)| node) {
-                record.on_node = node.map(|node| (node, self.period));
-            }
-            if let (Some(after), Some((node, since))) = (self.thread_memory_after, record.on_node)
-                && self.period - since >= after
-                && record.memory_on != Some(node)
-            {
-                // Tried once per stay: a target that cannot move it is not asked again.
-                record.memory_on = Some(node);
-                if target.move_thread_memory(sample.key, node)? {
-                    self.thread_memory_moves += 1;
+            if let Some(after) = self.thread_memory_after {
+                let node = record.place.and_then(|p| self.places.layout.places()[p].node);
+                if node != record.on_node.map(|(node, _)| node) {
+                    record.on_node = node.map(|node| (node, self.period));
+                }
+                if let Some((node, since)) = record.on_node
+                    && self.period - since >= after
+                    && record.memory_on != Some(node)
+                {
+                    // Tried once per stay: a target that cannot move it is not asked again.
+                    record.memory_on = Some(node);
+                    if target.move_thread_memory(sample.key, node)? {
+                        self.thread_memory_moves += 1;
+                    }
                 }
             }
             if let (Some(rules), Some(bubble)) = (&self.bubbles, self.bubble_of.get(i)) {

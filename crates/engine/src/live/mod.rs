@@ -283,8 +283,9 @@ struct ThreadMemory {
     moving_s: f64,
     /// Periods measured, whose turn picks the closed events checked.
     periods: u64,
-    /// Threads whose faults are recorded now, at most [`FAULT_THREADS_MAX`];
-    /// the others were said to be left out (once).
+    /// Threads whose faults are recorded, counted at each sync before new
+    /// threads are admitted (at most [`FAULT_THREADS_MAX`]); those left out
+    /// were said to be (once).
     recorded: usize,
     left_out_said: bool,
 }
@@ -300,8 +301,8 @@ const FAULT_CHECK_PERIODS: u64 = 4;
 /// Minor and major faults thread `tid` of `pid` has taken (fields 10 and 12
 /// of its stat line).
 fn faults_taken(pid: u32, tid: u32) -> Option<u64> {
-    let path = format!("/proc/{pid}/task/{tid}/stat");
-    Some(stat_field::<u64>(&path, 10)? + stat_field::<u64>(&path, 12)?)
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    Some(stat_line_field::<u64>(&stat, 10)? + stat_line_field::<u64>(&stat, 12)?)
 }
 
 /// How threads are sampled.
@@ -481,7 +482,6 @@ impl LiveProcess {
             && !memory.off
         {
             memory.off = true;
-            memory.recorded = 0;
             for thread in self.threads.values_mut() {
                 thread.faults = None;
             }
@@ -605,11 +605,7 @@ impl LiveProcess {
         }
         thread.left_to_program = true;
         // Not placed by pinlearn any more: its memory is never moved either.
-        if thread.faults.take().is_some()
-            && let Some(memory) = self.thread_memory.as_mut()
-        {
-            memory.recorded = memory.recorded.saturating_sub(1);
-        }
+        thread.faults = None;
         let (who, expected) = (thread.who.clone(), thread.expected.clone());
         self.affinity.release(who.tid);
         let note = format!(
@@ -807,6 +803,12 @@ impl LiveProcess {
         for tid in ended {
             self.forget(tid);
         }
+        if self.thread_memory.is_some() {
+            let recorded = self.threads.values().filter(|thread| thread.faults.is_some()).count();
+            if let Some(memory) = self.thread_memory.as_mut() {
+                memory.recorded = recorded;
+            }
+        }
         for &(pid, tid) in live {
             if self.key_of.contains_key(&tid) {
                 continue;
@@ -823,12 +825,8 @@ impl LiveProcess {
     /// mask and its heartbeat count. If the kernel reuses the tid, the next
     /// thread gets a new key (generation + 1).
     fn forget(&mut self, tid: u32) {
-        if let Some(key) = self.key_of.remove(&tid)
-            && let Some(thread) = self.threads.remove(&key)
-            && thread.faults.is_some()
-            && let Some(memory) = self.thread_memory.as_mut()
-        {
-            memory.recorded = memory.recorded.saturating_sub(1);
+        if let Some(key) = self.key_of.remove(&tid) {
+            self.threads.remove(&key);
         }
         self.affinity.forget(tid);
         self.heartbeats.forget(tid);
@@ -1033,7 +1031,11 @@ fn thread_ended(pid: u32, tid: u32) -> bool {
 
 /// Field `field` (numbered from 1, as in proc(5)) of the stat file at `path`.
 fn stat_field<T: std::str::FromStr>(path: &str, field: usize) -> Option<T> {
-    let stat = std::fs::read_to_string(path).ok()?;
+    stat_line_field(&std::fs::read_to_string(path).ok()?, field)
+}
+
+/// Field `field` (from 1, at least 3) of a stat line already read.
+fn stat_line_field<T: std::str::FromStr>(stat: &str, field: usize) -> Option<T> {
     // The name (field 2) may hold spaces and parentheses: fields after it
     // start after the last ')', with field 3.
     stat.rsplit_once(')')?

@@ -23,11 +23,11 @@
 //! within a period loses the faults beyond it (counted, said once by the
 //! caller). A software event: it works without hardware counters.
 
+use super::probe::{RECORD_SAMPLE, leading_bytes};
 use perf_event::Sampler;
 use std::io;
 
-/// PERF_RECORD_SAMPLE and PERF_RECORD_LOST (linux/perf_event.h).
-const RECORD_SAMPLE: u32 = 9;
+/// PERF_RECORD_LOST (linux/perf_event.h).
 const RECORD_LOST: u32 = 2;
 
 /// Pages recorded per thread at most (4 GiB of 4 KiB pages): beyond,
@@ -121,13 +121,7 @@ impl FaultPages {
             return;
         };
         while let Some(record) = sampler.next_record() {
-            let mut word = [0u8; 16];
-            let mut filled = 0;
-            for part in record.data() {
-                let n = part.len().min(word.len() - filled);
-                word[filled..filled + n].copy_from_slice(&part[..n]);
-                filled += n;
-            }
+            let (word, filled) = leading_bytes::<16>(&record);
             match record.ty() {
                 RECORD_SAMPLE if filled >= 8 => {
                     let address = u64::from_ne_bytes(word[..8].try_into().expect("8 bytes"));

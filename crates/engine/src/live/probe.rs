@@ -158,7 +158,20 @@ const SAMPLE_FADE: f64 = 0.5;
 const SETTLED_WORK_SAMPLES: f64 = 16.0;
 
 /// PERF_RECORD_SAMPLE (linux/perf_event.h).
-const RECORD_SAMPLE: u32 = 9;
+pub(super) const RECORD_SAMPLE: u32 = 9;
+
+/// The first `N` bytes of a ring record's body (which may wrap around the
+/// ring, so come in parts), and how many of them the record has.
+pub(super) fn leading_bytes<const N: usize>(record: &perf_event::Record<'_>) -> ([u8; N], usize) {
+    let mut bytes = [0u8; N];
+    let mut filled = 0;
+    for part in record.data() {
+        let n = part.len().min(N - filled);
+        bytes[filled..filled + n].copy_from_slice(&part[..n]);
+        filled += n;
+    }
+    (bytes, filled)
+}
 
 /// CPU-clock sampling of one thread (user-mode instruction pointers).
 ///
@@ -260,13 +273,7 @@ impl CpuSamples {
             if record.ty() != RECORD_SAMPLE {
                 continue;
             }
-            let mut ip = [0u8; 8];
-            let mut filled = 0;
-            for part in record.data() {
-                let n = part.len().min(8 - filled);
-                ip[filled..filled + n].copy_from_slice(&part[..n]);
-                filled += n;
-            }
+            let (ip, filled) = leading_bytes::<8>(&record);
             if filled == 8 {
                 ips.push(u64::from_ne_bytes(ip));
             }
