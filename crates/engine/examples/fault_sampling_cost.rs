@@ -7,7 +7,7 @@
 //!
 //! cargo run --release -p pinlearn-engine --example fault_sampling_cost [MIB] [PAIRS]
 
-use pinlearn_engine::live::{FaultPages, current_tid, move_pages_to};
+use pinlearn_engine::live::{FAULT_RING_BYTES, FaultPages, current_tid, move_pages_to};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,7 +44,8 @@ fn run(bytes: usize, recorded: bool) -> (f64, Option<(usize, u64, f64)>) {
         let (faults, ready, done) = (faults.clone(), ready.clone(), done.clone());
         std::thread::spawn(move || {
             if recorded {
-                *faults.lock().unwrap() = Some(FaultPages::open(current_tid()).expect("page-fault event"));
+                *faults.lock().unwrap() =
+                    Some(FaultPages::open(current_tid(), FAULT_RING_BYTES).expect("page-fault event"));
             }
             ready.store(true, Ordering::SeqCst);
             let took = touch_fresh(bytes);

@@ -201,26 +201,49 @@ fn a_thread_switched_to_often_has_its_fault_event_open_only_while_it_faults() {
     assert_eq!(thread.join().unwrap(), 2);
 }
 
+/// Threads of this process that sleep 20 ms at a time until stopped.
+struct Sleepers {
+    stop: Arc<AtomicU32>,
+    tids: Arc<Mutex<HashSet<u32>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Sleepers {
+    /// `n` of them, started and their tids known.
+    fn start(n: usize) -> Self {
+        let stop = Arc::new(AtomicU32::new(0));
+        let tids = Arc::new(Mutex::new(HashSet::new()));
+        let threads = (0..n)
+            .map(|_| {
+                let (stop, tids) = (stop.clone(), tids.clone());
+                std::thread::spawn(move || {
+                    tids.lock().unwrap().insert(nix::unistd::gettid().as_raw() as u32);
+                    while stop.load(Ordering::SeqCst) == 0 {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                })
+            })
+            .collect();
+        while tids.lock().unwrap().len() < n {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Sleepers { stop, tids, threads }
+    }
+
+    /// Stops them and waits for them to end.
+    fn end(self) {
+        self.stop.store(1, Ordering::SeqCst);
+        for thread in self.threads {
+            thread.join().unwrap();
+        }
+    }
+}
+
 #[test]
 fn at_most_256_threads_have_their_faults_recorded_at_once_and_the_rest_is_said() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let stop = Arc::new(AtomicU32::new(0));
-    let tids = Arc::new(Mutex::new(HashSet::new()));
-    let threads: Vec<_> = (0..260)
-        .map(|_| {
-            let (stop, tids) = (stop.clone(), tids.clone());
-            std::thread::spawn(move || {
-                tids.lock().unwrap().insert(nix::unistd::gettid().as_raw() as u32);
-                while stop.load(Ordering::SeqCst) == 0 {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            })
-        })
-        .collect();
-    while tids.lock().unwrap().len() < 260 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let mut target = watched(&tids, true);
+    let sleepers = Sleepers::start(260);
+    let mut target = watched(&sleepers.tids, true);
     let mut samples = Vec::new();
     target.observe(&mut samples).unwrap();
     assert_eq!(samples.len(), 260);
@@ -230,10 +253,8 @@ fn at_most_256_threads_have_their_faults_recorded_at_once_and_the_rest_is_said()
         notes.iter().any(|note| note.contains("more than 256 threads")),
         "{notes:?}"
     );
-    stop.store(1, Ordering::SeqCst);
-    for thread in threads {
-        thread.join().unwrap();
-    }
+    let tids = sleepers.tids.clone();
+    sleepers.end();
     samples.clear();
     target.observe(&mut samples).unwrap();
     assert!(samples.is_empty());
@@ -254,4 +275,82 @@ fn at_most_256_threads_have_their_faults_recorded_at_once_and_the_rest_is_said()
     }
     step.store(3, Ordering::SeqCst);
     late.join().unwrap();
+}
+
+/// Bytes an unprivileged user may lock for perf rings with no
+/// `RLIMIT_MEMLOCK`: `perf_event_mlock_kb` per online CPU.
+fn perf_lock_budget() -> usize {
+    let kb: usize = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    kb * 1024 * cpus
+}
+
+#[test]
+fn an_unprivileged_user_short_of_locked_memory_has_smaller_rings_not_none() {
+    use std::os::unix::process::CommandExt;
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("skipped: needs root to run the test as another user");
+        return;
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([
+            "--ignored",
+            "--exact",
+            "--nocapture",
+            "recorded_as_nobody_with_no_memlock",
+        ])
+        .uid(65534)
+        .gid(65534);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
+    unsafe {
+        child.pre_exec(|| {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_MEMLOCK, 0, 0)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let out = child.output().expect("the test binary, as nobody");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "the child ran its test: {text}");
+}
+
+/// The body of the test above, as `nobody` with no `RLIMIT_MEMLOCK`:
+/// more threads than full-size rings fit in what the user may lock are
+/// recorded (the rings shrink), the threads beyond the smallest rings'
+/// room are left unrecorded, each said once, and the rest stays on.
+#[test]
+#[ignore = "run as nobody by an_unprivileged_user_short_of_locked_memory_has_smaller_rings_not_none"]
+fn recorded_as_nobody_with_no_memlock() {
+    let budget = perf_lock_budget();
+    let page = 4096;
+    let full = budget / (pinlearn_engine::live::FAULT_RING_BYTES + page);
+    let threads = budget / (16 * 1024 + page) + 8;
+    let sleepers = Sleepers::start(threads);
+    let mut target = watched(&sleepers.tids, true);
+    let mut samples = Vec::new();
+    target.observe(&mut samples).unwrap();
+    assert_eq!(samples.len(), threads);
+    let recorded = perf_events_open();
+    assert!(
+        recorded > full && recorded < threads,
+        "{recorded} of {threads} threads recorded; {full} full-size rings fit"
+    );
+    let notes = target.take_notes();
+    let count = |text: &str| notes.iter().filter(|note| note.contains(text)).count();
+    assert_eq!(count("locked memory for perf rings is short"), 1, "{notes:?}");
+    assert_eq!(count("cannot record the page faults"), 1, "{notes:?}");
+    assert_eq!(count("threads' memory stays"), 0, "not turned off: {notes:?}");
+    assert!(target.thread_pages_moved().is_some(), "thread memory still on");
+    sleepers.end();
 }

@@ -50,7 +50,7 @@ pub mod restore {
     pub use super::journal::{restore, watch};
 }
 pub use memory::{current_thread_stack, move_pages_to};
-pub use pages::{FaultPages, fault_recording_supported};
+pub use pages::{FAULT_RING_BYTES, FaultPages, fault_recording_supported};
 pub use priority::ManagerScheduling;
 pub use probe::{CpuSamples, instructions_supported, resolve_metric, sampling_supported};
 pub use spin::Isa;
@@ -288,15 +288,69 @@ struct ThreadMemory {
     /// were said to be (once).
     recorded: usize,
     left_out_said: bool,
+    /// Bytes of the ring asked for each thread's faults: halved down to
+    /// [`pages::FAULT_RING_MIN_BYTES`] while the kernel will not map one
+    /// (the locked memory an unprivileged user may have for perf rings is
+    /// used up); said once, and once when even the smallest is refused.
+    ring_bytes: usize,
+    ring_shrunk_said: bool,
+    ring_refused_said: bool,
+}
+
+/// What came of asking for a thread's fault event.
+enum FaultsOpened {
+    Recorded(pages::FaultPages),
+    /// No ring could be mapped for it: it is left unrecorded.
+    NoRing,
+    /// The thread ended meanwhile.
+    Ended,
+    /// The kernel refused the event itself (said once, then off).
+    Refused(String),
 }
 
 /// Threads whose page faults are recorded at once: each holds a ring of
-/// [`pages::FAULT_RING_BYTES`] of locked memory while its event is open.
+/// [`pages::FAULT_RING_BYTES`] of locked memory while its event is open
+/// (less where the locked-memory limit made it shrink).
 const FAULT_THREADS_MAX: usize = 256;
 
 /// A thread whose fault event is closed has its fault count read every
 /// this many periods (staggered by tid); grown, the event opens again.
 const FAULT_CHECK_PERIODS: u64 = 4;
+
+/// Opens thread `tid`'s fault event with the ring `memory` asks for,
+/// halving it while the kernel will not map it (said once in `notes`).
+fn open_faults(memory: &mut ThreadMemory, notes: &mut Vec<String>, pid: u32, tid: u32) -> FaultsOpened {
+    loop {
+        match pages::FaultPages::open(tid, memory.ring_bytes) {
+            Ok(faults) => return FaultsOpened::Recorded(faults),
+            Err(pages::OpenError::Ring(_)) if memory.ring_bytes > pages::FAULT_RING_MIN_BYTES => {
+                memory.ring_bytes /= 2;
+                if !std::mem::replace(&mut memory.ring_shrunk_said, true) {
+                    notes.push(format!(
+                        "the locked memory for perf rings is short (perf_event_mlock_kb, ulimit -l): page faults are recorded into rings of {} KiB at most, and a fast first touch loses some",
+                        memory.ring_bytes >> 10
+                    ));
+                }
+            }
+            Err(e) if e.io().raw_os_error() == Some(libc::ESRCH) || thread_ended(pid, tid) => {
+                return FaultsOpened::Ended;
+            }
+            Err(e @ pages::OpenError::Ring(_)) => {
+                if !std::mem::replace(&mut memory.ring_refused_said, true) {
+                    notes.push(format!(
+                        "cannot record the page faults of thread {tid} of process {pid} ({e}): its memory, and that of others beyond the limit, stays where they first touch it"
+                    ));
+                }
+                return FaultsOpened::NoRing;
+            }
+            Err(e) => {
+                return FaultsOpened::Refused(format!(
+                    "cannot record the page faults of thread {tid} of process {pid} ({e})"
+                ));
+            }
+        }
+    }
+}
 
 /// Minor and major faults thread `tid` of `pid` has taken (fields 10 and 12
 /// of its stat line).
@@ -466,6 +520,9 @@ impl LiveProcess {
             periods: 0,
             recorded: 0,
             left_out_said: false,
+            ring_bytes: pages::FAULT_RING_BYTES,
+            ring_shrunk_said: false,
+            ring_refused_said: false,
         });
         self
     }
@@ -720,13 +777,12 @@ impl LiveProcess {
                 }
                 None
             }
-            Some(_) => match pages::FaultPages::open(tid) {
-                Ok(faults) => Some(faults),
-                Err(e) if e.raw_os_error() == Some(libc::ESRCH) || thread_ended(pid, tid) => return None,
-                Err(e) => {
-                    self.thread_memory_off(format!(
-                        "cannot record the page faults of thread {tid} of process {pid} (perf_event_open: {e})"
-                    ));
+            Some(memory) => match open_faults(memory, &mut self.notes, pid, tid) {
+                FaultsOpened::Recorded(faults) => Some(faults),
+                FaultsOpened::NoRing => None,
+                FaultsOpened::Ended => return None,
+                FaultsOpened::Refused(why) => {
+                    self.thread_memory_off(why);
                     None
                 }
             },
@@ -1092,7 +1148,7 @@ impl Target for LiveProcess {
         {
             self.notes.push(format!(
                 "a thread took page faults faster than {} a period, or more than {} pages: the pages beyond do not follow it",
-                pages::FAULT_RING_BYTES / 16,
+                memory.ring_bytes / 16,
                 pages::MAX_PAGES
             ));
         }

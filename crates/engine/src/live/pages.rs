@@ -22,6 +22,13 @@
 //! the first period of a new thread) are not known; a ring that fills
 //! within a period loses the faults beyond it (counted, said once by the
 //! caller). A software event: it works without hardware counters.
+//!
+//! An unprivileged user may lock only so much memory for perf rings
+//! (`perf_event_mlock_kb` per CPU, then `RLIMIT_MEMLOCK`), shared with the
+//! CPU-clock samples: a ring the kernel will not map ([`OpenError::Ring`])
+//! is asked for again at half the size, down to [`FAULT_RING_MIN_BYTES`],
+//! by the caller, which leaves the threads beyond unrecorded rather than
+//! every thread.
 
 use super::probe::{RECORD_SAMPLE, leading_bytes};
 use perf_event::Sampler;
@@ -43,11 +50,49 @@ const COMPACT_AT: usize = 4096;
 /// `examples/fault_sampling_cost.rs`; a 64 KiB ring lost 70% of them).
 pub const FAULT_RING_BYTES: usize = 256 << 10;
 
+/// The smallest ring asked for where the locked-memory limit refused
+/// larger ones: 1024 faults a period (4 MiB first touched in 50 ms).
+pub const FAULT_RING_MIN_BYTES: usize = 16 << 10;
+
+/// Why a thread's fault event did not open.
+#[derive(Debug)]
+pub enum OpenError {
+    /// perf_event_open refused the event (perf_event_paranoid, seccomp, a
+    /// thread that ended).
+    Event(io::Error),
+    /// The event opened but its ring was not mapped: the locked memory
+    /// this user may have for perf rings is used up (or none at all).
+    Ring(io::Error),
+}
+
+impl OpenError {
+    /// The error the kernel gave.
+    pub fn io(&self) -> &io::Error {
+        match self {
+            OpenError::Event(e) | OpenError::Ring(e) => e,
+        }
+    }
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Event(e) => write!(f, "perf_event_open: {e}"),
+            OpenError::Ring(e) => write!(
+                f,
+                "mapping its ring: {e}; the locked memory for perf rings is used up (perf_event_mlock_kb, ulimit -l)"
+            ),
+        }
+    }
+}
+
 /// One thread's first-touched pages.
 pub struct FaultPages {
     /// The open event; `None` while closed ([`Self::set_open`]).
     sampler: Option<Sampler>,
     tid: u32,
+    /// Bytes of its ring (a power of two, at least a page).
+    ring_bytes: usize,
     page_shift: u32,
     /// Page number ranges `[start, end)`, the newest last; sorted and
     /// merged whenever more than [`COMPACT_AT`] accumulate.
@@ -61,13 +106,16 @@ pub struct FaultPages {
 }
 
 impl FaultPages {
-    /// Starts recording the page faults of thread `tid`.
-    pub fn open(tid: u32) -> io::Result<Self> {
+    /// Starts recording the page faults of thread `tid` into a ring of
+    /// `ring_bytes` (rounded up to a power of two, at least a page).
+    pub fn open(tid: u32, ring_bytes: usize) -> Result<Self, OpenError> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+        let ring_bytes = ring_bytes.max(page as usize).next_power_of_two();
         Ok(FaultPages {
-            sampler: Some(Self::event(tid)?),
+            sampler: Some(Self::event(tid, ring_bytes)?),
             tid,
+            ring_bytes,
             page_shift: page.trailing_zeros(),
             ranges: Vec::new(),
             pages: 0,
@@ -82,9 +130,9 @@ impl FaultPages {
     }
 
     /// Opens the event again, or closes it (taking what it recorded first).
-    pub fn set_open(&mut self, open: bool) -> io::Result<()> {
+    pub fn set_open(&mut self, open: bool) -> Result<(), OpenError> {
         match (open, self.sampler.is_some()) {
-            (true, false) => self.sampler = Some(Self::event(self.tid)?),
+            (true, false) => self.sampler = Some(Self::event(self.tid, self.ring_bytes)?),
             (false, true) => {
                 self.drain();
                 self.sampler = None;
@@ -94,7 +142,12 @@ impl FaultPages {
         Ok(())
     }
 
-    fn event(tid: u32) -> io::Result<Sampler> {
+    /// Bytes of its ring.
+    pub fn ring_bytes(&self) -> usize {
+        self.ring_bytes
+    }
+
+    fn event(tid: u32, ring_bytes: usize) -> Result<Sampler, OpenError> {
         let build = |exclude_kernel: bool| {
             perf_event::Builder::new(perf_event::events::Software::PAGE_FAULTS)
                 .observe_pid(tid as i32)
@@ -107,9 +160,9 @@ impl FaultPages {
         };
         // Faults in the kernel's copies to a fresh buffer (read(2) into it)
         // count too where the kernel allows it; else user-mode ones only.
-        let counter = build(false).or_else(|_| build(true))?;
-        let mut sampler = counter.sampled(FAULT_RING_BYTES)?;
-        sampler.enable()?;
+        let counter = build(false).or_else(|_| build(true)).map_err(OpenError::Event)?;
+        let mut sampler = counter.sampled(ring_bytes).map_err(OpenError::Ring)?;
+        sampler.enable().map_err(OpenError::Event)?;
         Ok(sampler)
     }
 
@@ -198,9 +251,14 @@ impl FaultPages {
 /// Whether this kernel lets pinlearn record a thread's page faults: `Err`
 /// carries the reason to tell the user once.
 pub fn fault_recording_supported() -> Result<(), String> {
-    FaultPages::open(crate::live::current_tid()).map(drop).map_err(|e| {
-        format!("page faults cannot be recorded here (perf_event_open: {e}; see /proc/sys/kernel/perf_event_paranoid)")
-    })
+    FaultPages::open(crate::live::current_tid(), FAULT_RING_MIN_BYTES)
+        .map(drop)
+        .map_err(|e| match e {
+            OpenError::Event(e) => format!(
+                "page faults cannot be recorded here (perf_event_open: {e}; see /proc/sys/kernel/perf_event_paranoid)"
+            ),
+            OpenError::Ring(_) => format!("page faults cannot be recorded here ({e})"),
+        })
 }
 
 #[cfg(test)]
@@ -250,7 +308,8 @@ mod tests {
     fn the_pages_a_thread_touches_first_are_recorded_and_no_others() {
         let before = Fresh::map(64);
         before.touch();
-        let mut faults = FaultPages::open(crate::live::current_tid()).expect("page-fault sampling (a software event)");
+        let mut faults = FaultPages::open(crate::live::current_tid(), FAULT_RING_BYTES)
+            .expect("page-fault sampling (a software event)");
         let fresh = Fresh::map(300);
         fresh.touch();
         // Touched again: no fault, nothing new.
@@ -273,7 +332,7 @@ mod tests {
 
     #[test]
     fn a_closed_event_records_nothing_and_reopened_records_again() {
-        let mut faults = FaultPages::open(crate::live::current_tid()).expect("page-fault sampling");
+        let mut faults = FaultPages::open(crate::live::current_tid(), FAULT_RING_BYTES).expect("page-fault sampling");
         let first = Fresh::map(16);
         first.touch();
         faults.set_open(false).expect("close");
@@ -296,7 +355,7 @@ mod tests {
 
     #[test]
     fn pages_out_of_order_merge_into_ranges() {
-        let mut faults = FaultPages::open(crate::live::current_tid()).expect("page-fault sampling");
+        let mut faults = FaultPages::open(crate::live::current_tid(), FAULT_RING_BYTES).expect("page-fault sampling");
         for page in [10, 11, 12, 5, 6, 13, 7, 20] {
             faults.add(page);
         }
