@@ -356,6 +356,7 @@ impl Engine {
             progress: target.progress(),
             waiting: target.waiting(),
             queued: target.queued(),
+            others: target.others_share(),
             wake_slice_s: target.wake_slice(),
             cores: wants_cores.then_some(&self.cores[..]),
             bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {

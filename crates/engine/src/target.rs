@@ -122,6 +122,12 @@ pub trait Target {
         None
     }
 
+    /// The share of the program's CPUs' time other programs ran on them
+    /// over the last period observed; `None` where the target cannot tell.
+    fn others_share(&self) -> Option<f64> {
+        None
+    }
+
     /// Linux's scheduler slice where the other programs run in scheduling
     /// groups apart from the target's, as last found (see
     /// [`pinlearn_policy::PeriodInput::wake_slice_s`]); `None` where they

@@ -109,6 +109,10 @@ pub struct PeriodInput<'a> {
     /// rest), 0 when it had them all; `None` when the target cannot tell.
     /// The guard probes the learner early where Linux leaves much of it.
     pub queued: Option<f64>,
+    /// The share of the program's CPUs' time that other programs ran on
+    /// them over the period (0: the program had its CPUs to itself), when
+    /// the target can tell.
+    pub others: Option<f64>,
     /// Linux's scheduler slice, where the other programs running on the
     /// machine are in scheduling groups apart from the target's (another
     /// session under autogroup, another CPU cgroup); `None` where they share
@@ -175,6 +179,7 @@ impl<'a> PeriodInput<'a> {
             progress: None,
             waiting: None,
             queued: None,
+            others: None,
             wake_slice_s: None,
             cores: None,
             bubbles: None,

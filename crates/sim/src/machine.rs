@@ -428,6 +428,10 @@ pub struct SimMachine {
     app_cpu_s: Vec<f64>,
     /// Nominal core-seconds each core gave to the background program.
     background_cpu_s: Vec<f64>,
+    /// The background's CPU-seconds at the last observation, and its share
+    /// of the cores over the period it closed ([`Target::others_share`]).
+    background_at_observe: f64,
+    last_others: Option<f64>,
     totals: MachineTotals,
     last_samples: Vec<ThreadSample>,
     scratch_load: Vec<f64>,
@@ -546,6 +550,8 @@ impl SimMachine {
             completion: None,
             app_cpu_s: vec![0.0; m],
             background_cpu_s: vec![0.0; m],
+            background_at_observe: 0.0,
+            last_others: None,
             totals: MachineTotals::default(),
             last_samples: Vec::new(),
             scratch_load: vec![0.0; m],
@@ -1427,6 +1433,9 @@ impl Target for SimMachine {
         self.last_waiting = (self.params.metric == SimMetric::Useful && instructions > 0.0)
             .then(|| (1.0 - work / instructions).clamp(0.0, 1.0));
         self.last_queued = elapsed.and_then(|e| pinlearn_engine::queued_share(ran, queued, self.cores() as f64 * e));
+        let background: f64 = self.background_cpu_s.iter().sum();
+        self.last_others = elapsed.map(|e| (background - self.background_at_observe) / (self.cores() as f64 * e));
+        self.background_at_observe = background;
         Ok(())
     }
 
@@ -1436,6 +1445,10 @@ impl Target for SimMachine {
 
     fn queued(&self) -> Option<f64> {
         self.last_queued
+    }
+
+    fn others_share(&self) -> Option<f64> {
+        self.last_others
     }
 
     fn wake_slice(&self) -> Option<f64> {

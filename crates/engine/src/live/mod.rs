@@ -26,6 +26,7 @@ mod helper;
 mod journal;
 mod limits;
 mod memory;
+mod others;
 mod pages;
 mod priority;
 mod probe;
@@ -238,6 +239,10 @@ pub struct LiveProcess {
     /// The share of its threads' runnable time queued for a CPU while the
     /// program had fewer than `all_cpus` CPUs' worth of time, last period.
     queued: Option<f64>,
+    /// What other programs ran on the places' CPUs, and its share over the
+    /// last second, as of the last period.
+    others: others::OthersWatch,
+    others_share: Option<f64>,
     /// Which scheduling groups the other programs run in.
     groups: groups::GroupWatch,
     /// How many CPUs the places span together.
@@ -407,6 +412,8 @@ impl LiveProcess {
             progress: None,
             waiting: None,
             queued: None,
+            others: others::OthersWatch::new(CpuSet::new()),
+            others_share: None,
             groups: groups::GroupWatch::new(),
             all_cpus: 0,
             last_observe: None,
@@ -574,6 +581,7 @@ impl LiveProcess {
         let all = place_cpus.iter().fold(CpuSet::new(), |union, cpus| union.union(cpus));
         self.whole_place = place_cpus.iter().position(|cpus| *cpus == all);
         self.all_cpus = all.len();
+        self.others.set_cpus(all);
         self.place_cpus = place_cpus;
     }
 
@@ -1173,6 +1181,7 @@ impl Target for LiveProcess {
             measured.waited_ns as f64 / 1e9,
             self.all_cpus as f64 * period_s,
         );
+        self.others_share = self.others.update(measured.ran_ns as f64 / 1e9, period_s);
         match self.metric {
             Metric::Heartbeat => self.rate_peak.set_speeds(samples, &measured.beat_rates),
             Metric::Io => self.rate_peak.set_speeds(samples, &measured.io_rates),
@@ -1187,6 +1196,10 @@ impl Target for LiveProcess {
 
     fn queued(&self) -> Option<f64> {
         self.queued
+    }
+
+    fn others_share(&self) -> Option<f64> {
+        self.others_share
     }
 
     fn wake_slice(&self) -> Option<f64> {
