@@ -123,7 +123,8 @@ pub trait Target {
     }
 
     /// The share of the program's CPUs' time other programs ran on them
-    /// over the last period observed; `None` where the target cannot tell.
+    /// over the last period observed (or the last second, for a target that
+    /// counts it coarsely); `None` where the target cannot tell.
     fn others_share(&self) -> Option<f64> {
         None
     }

@@ -110,8 +110,9 @@ pub struct PeriodInput<'a> {
     /// The guard probes the learner early where Linux leaves much of it.
     pub queued: Option<f64>,
     /// The share of the program's CPUs' time that other programs ran on
-    /// them over the period (0: the program had its CPUs to itself), when
-    /// the target can tell.
+    /// them (0: the program had its CPUs to itself), over the period or,
+    /// where the target counts it coarsely, its last second (live: clock
+    /// ticks of /proc/stat); `None` when the target cannot tell.
     pub others: Option<f64>,
     /// Linux's scheduler slice, where the other programs running on the
     /// machine are in scheduling groups apart from the target's (another

@@ -3,15 +3,16 @@
 //! threads ran, as a share of the CPUs' time over the last second.
 //!
 //! ```text
-//!   every period: /proc/stat, the cpuN lines of the target's CPUs
+//!   every period: the target's threads' run time (schedstat, ns) added up
+//!   every SPAN_S (a second): /proc/stat, the cpuN lines of the target's CPUs
 //!       busy ticks (user nice system irq softirq steal; guest time is in user)
-//!       ─► seconds (USER_HZ) ─► less the target's run time (schedstat, ns)
-//!       ─► the last WINDOW periods ─► others' seconds / the CPUs' seconds
+//!       ─► seconds (USER_HZ) since the last read ─► less the target's run time
+//!       ─► others' seconds / the CPUs' seconds: the share until the next read
 //! ```
 //!
 //! The kernel counts busy time by clock ticks (usually 100 a second per
 //! CPU), so one 50 ms period on two CPUs tells ten ticks' worth: the share
-//! is taken over the last [`WINDOW`] periods. The target's threads should
+//! is taken over a second. The target's threads should
 //! run on its CPUs only; where some run elsewhere (a thread left to its
 //! program), the share comes out low, never below 0. `/proc/stat` leaves
 //! offline CPUs out, so lines are matched by their CPU number. pinlearn's
@@ -20,23 +21,27 @@
 //!
 //! [`Target::others_share`]: crate::Target::others_share
 
-use std::collections::VecDeque;
-
 use pinlearn_topology::CpuSet;
 
-/// Periods the share is taken over (a second at the default 50 ms).
-const WINDOW: usize = 20;
+/// Seconds between two reads of /proc/stat: the share is the last such
+/// span's. The file grows with the CPUs and the interrupts (a line per CPU,
+/// a count per interrupt, each summed over the CPUs as it is read): once a
+/// second, not every period.
+const SPAN_S: f64 = 1.0;
 
-/// The other programs' share of a set of CPUs, period by period.
+/// The other programs' share of a set of CPUs, a second at a time.
 #[derive(Debug)]
 pub(super) struct OthersWatch {
     cpus: CpuSet,
     /// Seconds per clock tick of /proc/stat.
     tick_s: f64,
-    /// Busy seconds of the CPUs at the last update.
-    last: Option<f64>,
-    /// The last periods' (others' seconds, the CPUs' seconds).
-    window: VecDeque<(f64, f64)>,
+    /// Busy seconds of the CPUs at the last read of /proc/stat.
+    last_busy_s: Option<f64>,
+    /// Since that read: the target's run time and the time elapsed.
+    ran_s: f64,
+    elapsed_s: f64,
+    /// The share over the last whole span.
+    share: Option<f64>,
 }
 
 impl OthersWatch {
@@ -46,8 +51,10 @@ impl OthersWatch {
         OthersWatch {
             cpus,
             tick_s: 1.0 / if hz > 0 { hz as f64 } else { 100.0 },
-            last: None,
-            window: VecDeque::with_capacity(WINDOW),
+            last_busy_s: None,
+            ran_s: 0.0,
+            elapsed_s: 0.0,
+            share: None,
         }
     }
 
@@ -60,23 +67,39 @@ impl OthersWatch {
 
     /// After a period of `period_s` in which the target's threads ran
     /// `target_ran_s` seconds: the others' share of the CPUs over the last
-    /// periods, `None` before two reads or where /proc/stat cannot be read.
+    /// whole span of [`SPAN_S`], `None` before one has passed or where
+    /// /proc/stat cannot be read.
     pub(super) fn update(&mut self, target_ran_s: f64, period_s: f64) -> Option<f64> {
-        let busy_s = busy_ticks(&std::fs::read_to_string("/proc/stat").ok()?, &self.cpus)? as f64 * self.tick_s;
-        let last_busy_s = self.last.replace(busy_s)?;
-        if period_s.is_nan() || period_s <= 0.0 || self.cpus.is_empty() {
+        if self.cpus.is_empty() {
             return None;
         }
-        let others_s = busy_s - last_busy_s - target_ran_s;
-        if self.window.len() == WINDOW {
-            self.window.pop_front();
+        if self.last_busy_s.is_none() {
+            self.last_busy_s = self.read();
+            return self.share;
         }
-        self.window.push_back((others_s, self.cpus.len() as f64 * period_s));
-        let (others, capacity) = self
-            .window
-            .iter()
-            .fold((0.0, 0.0), |(o, c), &(others, cpus)| (o + others, c + cpus));
-        Some((others / capacity).clamp(0.0, 1.0))
+        if period_s.is_finite() && period_s > 0.0 {
+            self.ran_s += target_ran_s;
+            self.elapsed_s += period_s;
+        }
+        if self.elapsed_s >= SPAN_S {
+            let busy_s = self.read();
+            if let (Some(busy_s), Some(last_busy_s)) = (busy_s, self.last_busy_s) {
+                let others_s = busy_s - last_busy_s - self.ran_s;
+                let capacity_s = self.cpus.len() as f64 * self.elapsed_s;
+                self.share = Some((others_s / capacity_s).clamp(0.0, 1.0));
+            } else {
+                self.share = None;
+            }
+            self.last_busy_s = busy_s;
+            (self.ran_s, self.elapsed_s) = (0.0, 0.0);
+        }
+        self.share
+    }
+
+    /// The busy seconds of the CPUs so far.
+    fn read(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        Some(busy_ticks(&stat, &self.cpus)? as f64 * self.tick_s)
     }
 }
 
@@ -139,12 +162,15 @@ mod tests {
         assert_eq!(stranger.update(0.0, 0.1), None, "the first read tells nothing");
         own.update(0.0, 0.1);
         let (mut theirs, mut ours) = (None, None);
-        for _ in 0..12 {
+        for period in 0..12 {
             std::thread::sleep(std::time::Duration::from_millis(100));
             theirs = stranger.update(0.0, 0.1);
             // As if the busy loop were the target: its 0.1 s a period is
             // the target's own.
             ours = own.update(0.1, 0.1);
+            if period < 5 {
+                assert_eq!(theirs, None, "nothing before a whole second");
+            }
         }
         busy.kill().unwrap();
         busy.wait().unwrap();
