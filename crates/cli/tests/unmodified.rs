@@ -151,6 +151,15 @@ fn spinning_openmp_threads_get_the_free_cpu_and_beat_linux() {
         assert_eq!(thread["source"], "useful", "{thread}");
         assert!(thread["waiting_share"].as_f64().is_some(), "{thread}");
     }
+    // The hog ran beside it (a quarter of its CPU at least, above): the
+    // summary says what share of the two CPUs other programs had.
+    let others = summary["others_share"]
+        .as_f64()
+        .expect("the other programs' share told");
+    assert!(
+        (0.08..0.75).contains(&others),
+        "other programs' share of the two CPUs: {others}"
+    );
 
     // The last second of the trace: in most periods one thread has the
     // free CPU to itself (pinned there, the other not) and the other is on

@@ -171,6 +171,10 @@ pub struct Engine {
     memory_bound: BTreeMap<u32, usize>,
     memory_moves: u64,
     thread_memory_moves: u64,
+    /// The sum of the target's `others_share` over the periods that had
+    /// one, and how many had.
+    others_sum: f64,
+    others_periods: u64,
     /// `--bubbles` rules and each live thread's bubble: (bubble, periods
     /// classified, so a name that settles late is matched again, thread
     /// id, process id).
@@ -219,6 +223,8 @@ impl Engine {
             memory_bound: BTreeMap::new(),
             memory_moves: 0,
             thread_memory_moves: 0,
+            others_sum: 0.0,
+            others_periods: 0,
             bubbles: None,
             bubble_of_key: BTreeMap::new(),
             bubble_of: Vec::new(),
@@ -318,6 +324,12 @@ impl Engine {
         self.thread_memory_moves
     }
 
+    /// The mean over the periods of the share of the program's CPUs' time
+    /// other programs ran (`Target::others_share`), where the target told.
+    pub fn others_share(&self) -> Option<f64> {
+        (self.others_periods > 0).then(|| self.others_sum / self.others_periods as f64)
+    }
+
     /// What the policy's do-no-harm guard did, if it has one.
     pub fn guard_stats(&self) -> Option<pinlearn_policy::GuardStats> {
         self.policy.guard_stats()
@@ -356,7 +368,10 @@ impl Engine {
             progress: target.progress(),
             waiting: target.waiting(),
             queued: target.queued(),
-            others: target.others_share(),
+            others: target.others_share().inspect(|share| {
+                self.others_sum += share;
+                self.others_periods += 1;
+            }),
             wake_slice_s: target.wake_slice(),
             cores: wants_cores.then_some(&self.cores[..]),
             bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {

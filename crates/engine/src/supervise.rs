@@ -66,6 +66,10 @@ pub struct Summary {
     /// Threads whose memory was moved to the node they were placed on
     /// (`move_thread_memory`).
     pub thread_memory_moves: u64,
+    /// The share of the CPUs' time other programs ran on them, the mean
+    /// over the periods (`None` where it cannot be told).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub others_share: Option<f64>,
     /// CPU time of the manager itself (user + system).
     pub manager_cpu_s: f64,
     /// Manager CPU time as a share of one core over the run, in percent.
@@ -127,6 +131,12 @@ impl Summary {
             self.manager_max_rss_kib / 1024,
             self.ended_by
         );
+        if let Some(share) = self.others_share {
+            out += &format!(
+                "other programs ran {:.0}% of these CPUs' time (mean of the periods)\n",
+                100.0 * share
+            );
+        }
         if let Some(guard) = &self.guard {
             out += &format!(
                 "guard: the OS placed the threads in {:.0}% of the periods, {} switches of the better side\n",
@@ -426,6 +436,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, driven: &Driven, cpu: 
         repins: engine.repins(),
         memory_moves: engine.memory_moves(),
         thread_memory_moves: engine.thread_memory_moves(),
+        others_share: engine.others_share(),
         manager_cpu_s: cpu.as_secs_f64(),
         manager_cpu_pct: 100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9),
         manager_max_rss_kib: max_rss_kib(),
