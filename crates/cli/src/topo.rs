@@ -45,6 +45,8 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
     let real_nodes = args.topology.is_none() && usable.nodes().len() > 1 && usable.source().starts_with("hwloc");
     let schedstat = std::fs::read_to_string("/proc/self/schedstat").is_ok();
     let io = std::fs::read_to_string("/proc/self/io").is_ok();
+    // What other programs run on the CPUs (the run summary's others_share).
+    let proc_stat = std::fs::read_to_string("/proc/stat").is_ok();
     let (auto, _) =
         pinlearn_engine::live::resolve_metric(pinlearn_engine::config::Metric::Auto).map_err(EngineError::bad_input)?;
     let heartbeat_dir = pinlearn_heartbeat::channel_path(std::process::id())
@@ -74,6 +76,7 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
                 "page_faults_note": faults.as_ref().err(),
                 "schedstat": schedstat,
                 "io": io,
+                "proc_stat": proc_stat,
                 "heartbeat_dir": heartbeat_dir,
                 "preload_library": preload.as_ref().ok().map(|p| p.display().to_string()),
                 "preload_note": preload.as_ref().err().map(ToString::to_string),
@@ -164,5 +167,9 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
         ),
         Err(why) => println!("                not from unmodified programs: {why}"),
     }
+    println!(
+        "other programs' share of the CPUs: {} (/proc/stat, a second at a time)",
+        if proc_stat { "yes" } else { "no" }
+    );
     Ok(())
 }

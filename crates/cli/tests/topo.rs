@@ -68,6 +68,7 @@ fn topo_lists_the_speed_sources_that_work_here() {
     assert_eq!(probes["auto"], expected, "{probes}");
     assert_eq!(probes["useful_note"].is_null(), probes["useful"] == true, "{probes}");
     assert_eq!(probes["io"], true, "/proc/self/io is readable: {probes}");
+    assert_eq!(probes["proc_stat"], true, "/proc/stat is readable: {probes}");
     // Page faults are a software event: recorded wherever perf_event_open
     // works at all (the CPU-clock samples of `useful` are one too); their
     // pages move only between real memory nodes.
