@@ -360,6 +360,11 @@ impl Engine {
                     .and_then(|cpu| core_of_cpu.get(cpu).copied().flatten())
             }));
         }
+        let others = target.others_share();
+        if let Some(share) = others {
+            self.others_sum += share;
+            self.others_periods += 1;
+        }
         let input = PeriodInput {
             period: self.period,
             time_s,
@@ -368,10 +373,7 @@ impl Engine {
             progress: target.progress(),
             waiting: target.waiting(),
             queued: target.queued(),
-            others: target.others_share().inspect(|share| {
-                self.others_sum += share;
-                self.others_periods += 1;
-            }),
+            others,
             wake_slice_s: target.wake_slice(),
             cores: wants_cores.then_some(&self.cores[..]),
             bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {

@@ -40,6 +40,13 @@ fn first_touch() -> usize {
     }
 }
 
+/// Waits until `n` threads have put their tids in `tids`.
+fn until_started(tids: &Mutex<HashSet<u32>>, n: usize) {
+    while tids.lock().unwrap().len() < n {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// The tests count this process's perf events: one at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -90,9 +97,7 @@ fn the_pages_a_thread_touched_while_watched_move_to_the_node_asked_for() {
         let step = Arc::new(AtomicU32::new(0));
         let tids = Arc::new(Mutex::new(HashSet::new()));
         let thread = toucher(step.clone(), tids.clone());
-        while tids.lock().unwrap().is_empty() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        until_started(&tids, 1);
         let mut target = watched(&tids, thread_memory);
         let mut samples: Vec<ThreadSample> = Vec::new();
         target.observe(&mut samples).unwrap();
@@ -152,9 +157,7 @@ fn a_thread_switched_to_often_has_its_fault_event_open_only_while_it_faults() {
     let touch = Arc::new(AtomicU32::new(0));
     let tids = Arc::new(Mutex::new(HashSet::new()));
     let thread = napper(touch.clone(), tids.clone());
-    while tids.lock().unwrap().is_empty() {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until_started(&tids, 1);
     let mut target = watched(&tids, true);
     let mut samples: Vec<ThreadSample> = Vec::new();
     let mut period = |target: &mut LiveProcess| {
@@ -224,9 +227,7 @@ impl Sleepers {
                 })
             })
             .collect();
-        while tids.lock().unwrap().len() < n {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        until_started(&tids, n);
         Sleepers { stop, tids, threads }
     }
 
@@ -263,9 +264,7 @@ fn at_most_256_threads_have_their_faults_recorded_at_once_and_the_rest_is_said()
     tids.lock().unwrap().clear();
     let step = Arc::new(AtomicU32::new(0));
     let late = toucher(step.clone(), tids.clone());
-    while tids.lock().unwrap().is_empty() {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until_started(&tids, 1);
     samples.clear();
     target.observe(&mut samples).unwrap();
     assert_eq!((samples.len(), perf_events_open()), (1, 1));

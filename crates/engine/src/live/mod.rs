@@ -867,11 +867,8 @@ impl LiveProcess {
         for tid in ended {
             self.forget(tid);
         }
-        if self.thread_memory.is_some() {
-            let recorded = self.threads.values().filter(|thread| thread.faults.is_some()).count();
-            if let Some(memory) = self.thread_memory.as_mut() {
-                memory.recorded = recorded;
-            }
+        if let Some(memory) = self.thread_memory.as_mut() {
+            memory.recorded = self.threads.values().filter(|thread| thread.faults.is_some()).count();
         }
         for &(pid, tid) in live {
             if self.key_of.contains_key(&tid) {
