@@ -19,7 +19,10 @@
 //!               step h = time to the next event (chunk end, stall paid, spin end,
 //!                        phase change, balance tick, period end); rates are constant over h:
 //!                 share_i = w_i / (R_core + b_core)                  same session (R: runnable weight)
-//!                         = w_i / R_core · a / (a + b_core), a = R_core / R_all   own session (groups)
+//!                         = w_i / R_core · a / (a + b_core)                  own session (groups),
+//!                           a = max(R_core, A_core) / (A_all − A_core + max(R_core, A_core))
+//!                           (A: the load averages of the threads there, PELT, 32 ms half-life,
+//!                           moving with a thread that changes core; updated after each step)
 //!                           (wake-up preemption: where 2+ of its workers that sleep while they
 //!                           wait, at barriers or queues, live on the core, the program's threads
 //!                           take up to 0.9 of it, min(1, slice / grain) of the way there; k
@@ -56,6 +59,9 @@ use crate::workload::{Activity, PipelineStages, Program, WORK_EPSILON, WorkloadK
 /// background's (autogroup): one nice-0 thread's worth, split over the
 /// cores its runnable threads are on.
 const PROGRAM_GROUP_WEIGHT: f64 = 1.0;
+
+/// Half-life of Linux's per-entity load tracking (PELT, 32 ms).
+const PELT_HALF_LIFE_S: f64 = 0.032;
 
 /// The share of a core that two or more threads of a program that sleeps
 /// while it waits take from another session's program when pinned there
@@ -308,6 +314,10 @@ struct SimThread {
     has_run: bool,
     /// CPU time still to pay for migrations (no progress meanwhile).
     stall_s: f64,
+    /// How runnable the thread has been, averaged as Linux's load tracking
+    /// does (PELT, a half-life of [`PELT_HALF_LIFE_S`]); it moves with the
+    /// thread to another core, as the kernel moves a task's load average.
+    runnable_avg: f64,
     acc: Accumulated,
 }
 
@@ -393,6 +403,12 @@ pub struct SimMachine {
     queue_stall: Vec<f64>,
     /// Their sum over the cores (R).
     runnable_total: f64,
+    /// Per core, the load average of the program's threads there (their
+    /// weights times their `runnable_avg`): what its task group's weight
+    /// is split by in its own session ([`Self::group_share`]).
+    runnable_avg: Vec<f64>,
+    /// The sum of `runnable_avg`.
+    runnable_avg_total: f64,
     /// The balancer's load per core: the background's weight plus the
     /// program's (R_j in the same session, its group's share G·R_j/R in
     /// its own).
@@ -534,6 +550,8 @@ impl SimMachine {
             wakes_up_births: false,
             residents: vec![0; m],
             runnable_total: 0.0,
+            runnable_avg: vec![0.0; m],
+            runnable_avg_total: 0.0,
             load: vec![0.0; m],
             now: 0.0,
             next_balance: 0.0,
@@ -596,6 +614,8 @@ impl SimMachine {
                 core,
                 has_run: false,
                 stall_s: 0.0,
+                // A new task's load average starts as if always runnable.
+                runnable_avg: 1.0,
                 acc: Accumulated::default(),
             });
         }
@@ -744,6 +764,11 @@ impl SimMachine {
             }
         }
         self.runnable_total = self.runnable.iter().sum();
+        self.runnable_avg.iter_mut().for_each(|a| *a = 0.0);
+        for thread in &self.threads {
+            self.runnable_avg[thread.core] += thread.weight * thread.runnable_avg;
+        }
+        self.runnable_avg_total = self.runnable_avg.iter().sum();
         let total = self.runnable_total;
         for core in 0..self.load.len() {
             self.load[core] = self.bg[core] + self.program_load(self.runnable[core], total);
@@ -804,7 +829,7 @@ impl SimMachine {
     /// from another session's program by preempting it at every wake-up
     /// (`wake_preempts` of the way there).
     fn program_fraction(&self, core: usize) -> f64 {
-        let program = self.program_load(self.runnable[core], self.runnable_total);
+        let program = self.group_share(core);
         let whole = program + self.bg[core];
         let by_weight = if whole > 0.0 { program / whole } else { 0.0 };
         let residents = self.residents[core];
@@ -813,6 +838,26 @@ impl SimMachine {
             by_weight + (by_weight.max(WAKE_PREEMPT_SHARE) - by_weight) * preempts
         } else {
             by_weight
+        }
+    }
+
+    /// The program's task group's weight on `core` as Linux's fair-group
+    /// scheduling computes it (`calc_group_shares`): in its own session the
+    /// group weight split by each core's load average, the core's own
+    /// counted at least at its runnable weight now; in the background's,
+    /// the runnable weight itself.
+    fn group_share(&self, core: usize) -> f64 {
+        match self.params.load_session {
+            LoadSession::Same => self.runnable[core],
+            LoadSession::Own => {
+                let here = self.runnable[core].max(self.runnable_avg[core]);
+                let all = self.runnable_avg_total - self.runnable_avg[core] + here;
+                if all > 0.0 {
+                    PROGRAM_GROUP_WEIGHT * here / all
+                } else {
+                    0.0
+                }
+            }
         }
     }
 
@@ -1024,6 +1069,12 @@ impl SimMachine {
                 Activity::Spin { .. } => self.threads[index].acc.instructions += cpu,
                 _ => {}
             }
+        }
+        let decay = (-h * std::f64::consts::LN_2 / PELT_HALF_LIFE_S).exp();
+        for index in 0..self.threads.len() {
+            let now = if self.on_cpu(index) { 1.0 } else { 0.0 };
+            let thread = &mut self.threads[index];
+            thread.runnable_avg = now + (thread.runnable_avg - now) * decay;
         }
         self.now += h;
     }

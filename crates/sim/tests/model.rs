@@ -701,6 +701,32 @@ fn pinned_beside_a_loop(workload: &WorkloadSpec, loop_weight: f64, cores: &[usiz
     machine
 }
 
+/// Two barrier workers, one per core, another session's loop on core 0:
+/// the worker beside the loop gates every round. Its group's weight there
+/// is the program's split by the cores' load averages (Linux's
+/// `calc_group_shares`), and the sibling asleep at the barrier keeps its
+/// load average for tens of milliseconds (PELT's half-life, 32 ms): the
+/// straggler does not get half of core 0 the moment its sibling sleeps. A
+/// round of `w` of work takes `w + (2/3) w / (1/2) = 7/3 w` where the split
+/// follows the runnable threads at once, `(1 + sqrt 2) w` where it follows
+/// their whole-round average; the model's 0.1 s rounds lie in between.
+#[test]
+fn a_sibling_asleep_at_the_barrier_keeps_its_load_average_for_a_while() {
+    let workload = spec(WorkloadKind::Barrier, 2, 10.0);
+    let mut machine = pinned_beside_a_loop(&workload, 1.0, &[0, 1]);
+    machine.advance_to(1000.0);
+    let rounds = machine.completion().expect("the rounds end") / 10.0;
+    assert!(
+        rounds > 7.0 / 3.0 + 0.01 && rounds < 1.0 + 2f64.sqrt(),
+        "{rounds} w a round"
+    );
+    // Beside nothing, each worker has its core: w a round.
+    let mut alone = pinned_beside_a_loop(&workload, 0.0, &[0, 1]);
+    alone.advance_to(1000.0);
+    let alone = alone.completion().expect("the rounds end");
+    assert!(close(alone, 10.0, 0.01), "{alone}");
+}
+
 #[test]
 fn waking_workers_preempt_another_session_as_often_as_they_wait_and_a_main_thread_never() {
     // The other session's share of core 0 over 10 s.
