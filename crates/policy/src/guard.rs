@@ -1631,9 +1631,6 @@ mod tests {
     /// One thread, for [`Guard::placed`].
     const ONE_THREAD: [crate::ThreadSample; 1] = [crate::ThreadSample::of(1, None)];
 
-    /// The periods that start a learner window when Linux makes
-    /// `linux(period)` and the learner 0.8; the learner keeps its thread on
-    /// one place when `settled`, else moves it every period.
     #[test]
     fn a_probe_pays_for_the_first_periods_it_moves_the_threads_in() {
         // The learner's probes lose 3% in their scored periods, and the
@@ -1675,6 +1672,9 @@ mod tests {
         );
     }
 
+    /// The periods that start a learner window when Linux makes
+    /// `linux(period)` and the learner 0.8; the learner keeps its thread on
+    /// one place when `settled`, else moves it every period.
     fn learner_window_starts(cfg: GuardConfig, settled: bool, linux: impl Fn(usize) -> f64) -> Vec<usize> {
         window_starts(cfg, settled, |_| 0.8, None, linux)
     }
