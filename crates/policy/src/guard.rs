@@ -701,11 +701,12 @@ impl Guard {
         // window whose arm differs from the last one's.
         let unscored = if self.switched { self.cfg.settle.max(1) } else { 1 };
         let scored = self.window_period > unscored;
+        let progress = progress.filter(|p| p.is_finite() && *p >= 0.0);
         if self.window_period == 1 {
-            self.first = progress.filter(|p| p.is_finite() && *p >= 0.0);
+            self.first = progress;
         }
         if self.window_period >= 2
-            && let Some(progress) = progress.filter(|p| p.is_finite() && *p >= 0.0)
+            && let Some(progress) = progress
         {
             self.early.0 += progress;
             self.early.1 += 1;
