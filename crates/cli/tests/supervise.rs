@@ -145,6 +145,22 @@ fn run_json_summary_counts_threads_of_child_processes() {
     assert_eq!(names, vec!["sh"], "--no-children supervises the shell only");
 }
 
+#[test]
+fn a_process_that_execs_late_is_named_after_what_it_became() {
+    // The shell is the program's first thread; 0.5 s in (25 periods) it
+    // becomes `sleep`, long after the periods in which new threads' names
+    // are re-read every time.
+    let out = run_json(&["run", "--interval", "20ms", "--", "sh", "-c", "sleep 0.5; exec sleep 1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let threads = summary["threads"].as_array().unwrap();
+    let first = threads
+        .iter()
+        .find(|t| t["ppid"].is_null())
+        .unwrap_or_else(|| panic!("the program's own thread: {threads:?}"));
+    assert_eq!(first["name"], "sleep", "{threads:?}");
+}
+
 fn attach_and_stop(signal: nix::sys::signal::Signal) {
     let all = allowed_cpus();
     let target = light_target(&all, 3);

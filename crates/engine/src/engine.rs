@@ -431,9 +431,10 @@ impl Engine {
                 placement_changed = true;
             }
             record.periods += 1;
-            if record.periods <= 5 {
-                // Names settle shortly after a thread starts.
-                let who = target.info(sample.key);
+            // A thread may be renamed at any time (its process execs, it
+            // names itself); the target says when it re-reads names.
+            let who = target.info(sample.key);
+            if who != record.who {
                 placement_changed |= who.name != record.who.name;
                 record.who = who;
             }

@@ -186,6 +186,11 @@ fn sampling_duty(gap: u64, settled_in_work: bool, settled_every: u64, observed: 
 /// name during this many periods.
 const NAME_PERIODS: u32 = 5;
 
+/// After that, a thread's name is re-read every this many periods: a
+/// process can exec later (a shell's child becomes `gzip` when the machine
+/// is busy), and a thread can rename itself at any time.
+const NAME_RECHECK_PERIODS: u32 = 16;
+
 /// A thread's mask is read back (to notice its program changing it) every
 /// this many periods, and right before pinlearn moves it: with 64 threads a
 /// read every period was a tenth of the manager's CPU time.
@@ -894,12 +899,14 @@ impl LiveProcess {
         *self.generation.entry(tid).or_insert(0) += 1;
     }
 
-    /// Re-reads the names of young threads (threads name themselves right
-    /// after they start).
+    /// Re-reads the names of young threads every period (threads name
+    /// themselves right after they start) and of the others now and then
+    /// (a process may exec, a thread rename itself).
     fn refresh_names(&mut self) {
-        for thread in self.threads.values_mut().filter(|thread| thread.age < NAME_PERIODS) {
-            thread.age += 1;
-            if let Some(name) = thread_name(thread.who.pid, thread.who.tid) {
+        for thread in self.threads.values_mut() {
+            let due = thread.age < NAME_PERIODS || thread.age % NAME_RECHECK_PERIODS == 0;
+            thread.age = thread.age.wrapping_add(1);
+            if due && let Some(name) = thread_name(thread.who.pid, thread.who.tid) {
                 thread.who.name = name;
             }
         }
