@@ -133,8 +133,8 @@ struct ThreadRecord {
     /// bubble as it ends (the preload's thread tree), and a period may see
     /// it between the two.
     was_in: Option<String>,
-    /// The node its place lies in and the period it came there (`None`:
-    /// a place across nodes, or its own mask).
+    /// The node its place lies in and how many periods since it came there
+    /// (`None`: a place across nodes, or its own mask).
     on_node: Option<(usize, u64)>,
     /// The node its memory was last moved to (or tried).
     memory_on: Option<usize>,
@@ -165,7 +165,8 @@ pub struct Engine {
     /// Memory binding threshold zeta, when enabled.
     memory_binding: Option<f64>,
     /// Periods a thread stays on one node before its memory is moved
-    /// there, when threads' memory follows them.
+    /// there, when threads' memory follows them (Linux's windows not
+    /// counted).
     thread_memory_after: Option<u64>,
     /// Node each process's memory was last moved to.
     memory_bound: BTreeMap<u32, usize>,
@@ -308,7 +309,9 @@ impl Engine {
     }
 
     /// Moves the memory a thread first touched to the node of its place
-    /// once it has been on that node `periods` core periods (at least 1).
+    /// once it has been on that node `periods` core periods (at least 1),
+    /// counting only the policy's own periods where its guard hands some to
+    /// Linux (see [`Policy::guard_arm`]).
     pub fn with_thread_memory(mut self, periods: u64) -> Self {
         self.thread_memory_after = Some(periods.max(1));
         self
@@ -393,6 +396,7 @@ impl Engine {
             None
         };
         let decision = self.policy.decide(&input);
+        let linux_s_window = self.policy.guard_arm() == Some(Arm::Os);
         let arm = match self.policy.guard_arm() {
             Some(Arm::Os) => "os",
             Some(Arm::Learn) => "learn",
@@ -462,13 +466,21 @@ impl Engine {
                 placement_changed = true;
             }
             *record.periods_on.entry(record.place).or_insert(0) += 1;
-            if let Some(after) = self.thread_memory_after {
+            // A stay on a node counts the policy's own periods: Linux's
+            // windows in a guarded run (its probes, the hand-back's pins)
+            // neither add to it nor end it, or a learner whose windows
+            // alternate with Linux's never keeps a thread long enough for
+            // its memory to follow.
+            if let Some(after) = self.thread_memory_after
+                && !linux_s_window
+            {
                 let node = record.place.and_then(|p| self.places.layout.places()[p].node);
-                if node != record.on_node.map(|(node, _)| node) {
-                    record.on_node = node.map(|node| (node, self.period));
+                match (&mut record.on_node, node) {
+                    (Some((on, periods)), Some(node)) if *on == node => *periods += 1,
+                    (on_node, node) => *on_node = node.map(|node| (node, 0)),
                 }
-                if let Some((node, since)) = record.on_node
-                    && self.period - since >= after
+                if let Some((node, periods)) = record.on_node
+                    && periods >= after
                     && record.memory_on != Some(node)
                 {
                     // Tried once per stay: a target that cannot move it is not asked again.
@@ -1044,6 +1056,59 @@ mod tests {
             engine.step(&mut target, k as f64 * 0.05).unwrap();
         }
         assert!(target.thread_memory.is_empty());
+    }
+
+    /// A guarded policy whose windows of `window` periods alternate: its
+    /// own, every thread on `core`, then Linux's, every thread on `whole`.
+    struct AlternatingPolicy {
+        core: usize,
+        whole: usize,
+        window: u64,
+        arm: Arm,
+    }
+
+    impl Policy for AlternatingPolicy {
+        fn name(&self) -> String {
+            "alternating".into()
+        }
+        fn guard_arm(&self) -> Option<Arm> {
+            Some(self.arm)
+        }
+        fn decide(&mut self, input: &PeriodInput<'_>) -> pinlearn_policy::Decision {
+            let linux = (input.period / self.window) % 2 == 1;
+            self.arm = if linux { Arm::Os } else { Arm::Learn };
+            let place = if linux { self.whole } else { self.core };
+            pinlearn_policy::Decision {
+                place: vec![place; input.threads.len()],
+                utility: vec![f64::NAN; input.threads.len()],
+            }
+        }
+    }
+
+    #[test]
+    fn a_stay_on_a_node_counts_the_policy_s_own_periods_across_linux_s_windows() {
+        let places = Places::new(&Topology::from_synthetic("node:2 core:2 pu:1").expect("synthetic"));
+        let layout = places.layout.clone();
+        let (core_2, whole) = (layout.cores_of(1).next().expect("a core"), layout.places().len() - 1);
+        let run = |periods: u64| {
+            let policy = AlternatingPolicy {
+                core: core_2,
+                whole,
+                window: 3,
+                arm: Arm::Learn,
+            };
+            let mut engine = Engine::new(Box::new(policy), places.clone(), 4, None).with_thread_memory(4);
+            let mut target = FakeTarget::with(vec![(1, Some(1.0))]);
+            for k in 0..periods {
+                engine.step(&mut target, k as f64 * 0.05).unwrap();
+            }
+            target.thread_memory
+        };
+        // The policy's periods 0-2 and 6-8 on node 1, Linux's 3-5 between:
+        // the fifth of its own there (period 7) is 4 periods after it came.
+        assert_eq!(run(7), vec![]);
+        assert_eq!(run(8), vec![(1, 1)]);
+        assert_eq!(run(30), vec![(1, 1)], "asked once per stay");
     }
 
     #[test]
