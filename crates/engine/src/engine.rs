@@ -133,8 +133,9 @@ struct ThreadRecord {
     /// bubble as it ends (the preload's thread tree), and a period may see
     /// it between the two.
     was_in: Option<String>,
-    /// The node its place lies in and how many periods since it came there
-    /// (`None`: a place across nodes, or its own mask).
+    /// The node its place lies in and how many of the policy's own periods
+    /// it has stayed there since it came (`None`: a place across nodes, or
+    /// its own mask).
     on_node: Option<(usize, u64)>,
     /// The node its memory was last moved to (or tried).
     memory_on: Option<usize>,
@@ -309,9 +310,9 @@ impl Engine {
     }
 
     /// Moves the memory a thread first touched to the node of its place
-    /// once it has been on that node `periods` core periods (at least 1),
-    /// counting only the policy's own periods where its guard hands some to
-    /// Linux (see [`Policy::guard_arm`]).
+    /// once it has been on that node `periods` core periods (at least 1);
+    /// where the policy's guard hands periods to Linux
+    /// ([`Policy::guard_arm`]), only the policy's own count.
     pub fn with_thread_memory(mut self, periods: u64) -> Self {
         self.thread_memory_after = Some(periods.max(1));
         self
@@ -396,8 +397,9 @@ impl Engine {
             None
         };
         let decision = self.policy.decide(&input);
-        let linux_s_window = self.policy.guard_arm() == Some(Arm::Os);
-        let arm = match self.policy.guard_arm() {
+        let guard_arm = self.policy.guard_arm();
+        let linux_s_window = guard_arm == Some(Arm::Os);
+        let arm = match guard_arm {
             Some(Arm::Os) => "os",
             Some(Arm::Learn) => "learn",
             None => "",
