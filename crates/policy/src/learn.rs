@@ -31,7 +31,10 @@
 //!     │                     started: as many per node as the round-robin
 //!     │                     pin, the awake and the sleepers each, the fewest
 //!     │                     away from Linux's); if that probe loses,
-//!     │                     they go back to Linux's nodes
+//!     │                     they go back to Linux's nodes, except
+//!     │                     spinning threads Linux still crowds: every
+//!     │                     probe while Linux is champion starts them
+//!     │                     spread as the pin again
 //!     │
 //!     ├─2─ u = objective.utilities(speeds)
 //!     │      every thread not fresh: pla.learn(u_i)  (reinforces last period's place)
@@ -415,15 +418,7 @@ impl LearnPolicy {
     /// short ([`LearnPolicy::leave_crowded_nodes`]); their memory stays
     /// where Linux had them (their NUMA home).
     fn start_where_linux_was(&mut self, input: &PeriodInput<'_>, leave: bool) {
-        let linux_core: Vec<Option<usize>> = self
-            .threads
-            .iter()
-            .map(|thread| {
-                self.hand_back
-                    .core_of(thread.key)
-                    .filter(|&core| self.layout.is_core(core))
-            })
-            .collect();
+        let linux_core = self.linux_cores();
         let linux_node = self.nodes_of(&linux_core);
         let start_node = if leave {
             self.leave_crowded_nodes(input, &linux_core, &linux_node)
@@ -464,11 +459,52 @@ impl LearnPolicy {
     /// The learner's first period after a window of Linux's: where the
     /// learner's first probe took threads off the nodes Linux crowded, it
     /// is over now; had it lost, Linux would still be champion, and the
-    /// threads go back to the nodes Linux had them on.
+    /// threads go back to the nodes Linux had them on. A spinning program
+    /// Linux still leaves crowded starts spread as the pin again instead,
+    /// at every probe while Linux is champion: a spread that lost while
+    /// another program's load sat on one of the nodes may win once it has
+    /// left, and Linux, blind to the crowding, keeps it (sim, 8x32
+    /// `barrier-spin` D: held on Linux's seven nodes after a lost first
+    /// probe, the eighth empty for the rest of the run, 1.60 times the
+    /// pin's time).
     fn after_linux_window(&mut self, input: &PeriodInput<'_>) {
-        if std::mem::take(&mut self.leaving_on_trial) && self.guard.champion() == Arm::Os {
+        let on_trial = std::mem::take(&mut self.leaving_on_trial);
+        if self.guard.champion() != Arm::Os {
+            return;
+        }
+        let alone = input.others.is_some_and(|others| others <= ALONE_OTHERS_AT_MOST);
+        let linux_node = self.nodes_of(&self.linux_cores());
+        if alone && self.spinning() && self.crowded_for_spinning(&linux_node) {
+            let held: Vec<Option<usize>> = self.threads.iter().map(|thread| Some(thread.numa.node)).collect();
+            if on_trial {
+                // Spread already: held so, still on trial.
+                self.leaving_on_trial = true;
+            } else if self.crowded_for_spinning(&held) {
+                self.start_where_linux_was(input, true);
+            }
+        } else if on_trial {
             self.start_where_linux_was(input, false);
         }
+    }
+
+    /// The core each thread ran on at the end of Linux's last window as
+    /// champion (the hand-back's), where it is a core.
+    fn linux_cores(&self) -> Vec<Option<usize>> {
+        self.threads
+            .iter()
+            .map(|thread| {
+                self.hand_back
+                    .core_of(thread.key)
+                    .filter(|&core| self.layout.is_core(core))
+            })
+            .collect()
+    }
+
+    /// Whether the threads on nodes `node` (each thread's, where known)
+    /// leave a node crowded for a spinning program ([`SPIN_CROWDED_FACTOR`]).
+    fn crowded_for_spinning(&self, node: &[Option<usize>]) -> bool {
+        let cores: Vec<usize> = self.node_cores.iter().map(Vec::len).collect();
+        crowded_nodes(node, &vec![true; node.len()], &cores, SPIN_CROWDED_FACTOR).is_some()
     }
 
     /// The hand-back puts a thread on the core Linux last had it on. Where
@@ -2216,6 +2252,48 @@ mod tests {
         // Spinning, spread by Linux already: they start where Linux had them.
         let even = learner_after_linux(Moves::Crowd, &[Some(0), Some(3), Some(1), Some(4)], &share, Some(0.5));
         assert_eq!(even[0], vec![0, 3, 1, 4], "{even:?}");
+    }
+
+    #[test]
+    fn spinning_threads_linux_keeps_crowding_on_cpus_of_their_own_start_every_probe_spread_as_the_pin() {
+        // Four spinning threads Linux keeps two a core on node 1, window
+        // after window; the spread's first probe ties with Linux, so Linux
+        // stays champion. Where no other program runs on the program's
+        // CPUs, the learner's later probes start spread as the pin again,
+        // not held on Linux's crowded node: a first probe made while a load
+        // sat on node 0 says little of the run after it left. Beside
+        // another program's load, they hold the places they went back to
+        // (Linux's nodes): an uneven count may answer that load.
+        let linux = [Some(3), Some(4), Some(3), Some(4)];
+        let share = [Some(1.0); 4];
+        let probes = |others: Option<f64>| {
+            let cfg = LearnConfig {
+                guard: GuardConfig {
+                    assumed_loss: 0.0,
+                    window: 2,
+                    ..GuardConfig::default()
+                },
+                reset_on_exit: false,
+                ..LearnConfig::default()
+            };
+            let policy = LearnPolicy::new(Layout::uniform(2, 2), cfg, 1);
+            let (learner, policy) = run_after_linux(policy, &linux, &share, Some(0.5), others, 200);
+            assert_eq!(policy.guard().champion(), Arm::Os);
+            assert!(learner.len() > 4, "more than two probes: {learner:?}");
+            learner
+                .iter()
+                .map(|place| place.iter().filter(|&&core| core < 2).count())
+                .collect::<Vec<usize>>()
+        };
+        let alone = probes(Some(0.0));
+        assert!(alone.iter().all(|&on_node_0| on_node_0 == 2), "{alone:?}");
+        let beside_a_load = probes(Some(0.5));
+        assert_eq!(beside_a_load[0], 2, "the first probe spreads: {beside_a_load:?}");
+        assert_eq!(
+            *beside_a_load.last().expect("probes"),
+            0,
+            "then Linux's node: {beside_a_load:?}"
+        );
     }
 
     #[test]

@@ -1,0 +1,18 @@
+# The cells of one set of `pinlearn sim` JSON files (DIR/NAME-MACHINE-....json, docs/results/sim-loops.sh) by regret over the better of Linux
+# and the round-robin pin, worst first, with the set's geometric means; usage: [N=12] python3 THIS DIR NAME
+import json,glob,os,sys,statistics as st,math
+d,name=sys.argv[1],sys.argv[2]
+rows=[]
+for f in sorted(glob.glob(f'{d}/{name}-*.json')):
+    m=os.path.basename(f)[len(name)+1:-5]
+    if not m[:1].isdigit(): continue
+    t={}
+    for r in json.load(open(f))['runs']:
+        t.setdefault((r['scenario'],r['scheduler']),[]).append(r['completion_s'])
+    for s in sorted({k[0] for k in t}):
+        o=st.median(t[(s,'os')]);p=st.median(t[(s,'static')]);l=st.median(t[(s,'learn')])
+        rows.append((m,s,l/o,p/o,l/min(o,p)))
+gm=lambda xs: math.exp(sum(map(math.log,xs))/len(xs))
+print(f"{len(rows)} cells learn/os {gm([r[2] for r in rows]):.4f} regret {gm([r[4] for r in rows]):.4f} >1.05: {sum(r[4]>1.05 for r in rows)} >1.02os: {sum(r[2]>1.02 for r in rows)}")
+for r in sorted(rows,key=lambda r:-r[4])[:int(os.environ.get('N','12'))]:
+    print(f"  {r[0]:24s} {r[1]:4s} learn/os {r[2]:.3f} pin/os {r[3]:.3f} regret {r[4]:.3f}")
