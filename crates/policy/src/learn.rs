@@ -2094,6 +2094,20 @@ mod tests {
         run_after_linux(policy, linux, share, waiting, None, periods)
     }
 
+    /// The default learner with Linux's windows of `window` periods, its
+    /// first probe at once, no reset when a thread ends.
+    fn probe_at_once(window: u32) -> LearnConfig {
+        LearnConfig {
+            guard: GuardConfig {
+                assumed_loss: 0.0,
+                window,
+                ..GuardConfig::default()
+            },
+            reset_on_exit: false,
+            ..LearnConfig::default()
+        }
+    }
+
     /// `policy` over `periods` periods as above, the target saying that
     /// other programs ran `others` of the CPUs' time in every period.
     fn run_after_linux(
@@ -2267,16 +2281,7 @@ mod tests {
         let linux = [Some(3), Some(4), Some(3), Some(4)];
         let share = [Some(1.0); 4];
         let probes = |others: Option<f64>| {
-            let cfg = LearnConfig {
-                guard: GuardConfig {
-                    assumed_loss: 0.0,
-                    window: 2,
-                    ..GuardConfig::default()
-                },
-                reset_on_exit: false,
-                ..LearnConfig::default()
-            };
-            let policy = LearnPolicy::new(Layout::uniform(2, 2), cfg, 1);
+            let policy = LearnPolicy::new(Layout::uniform(2, 2), probe_at_once(2), 1);
             let (learner, policy) = run_after_linux(policy, &linux, &share, Some(0.5), others, 200);
             assert_eq!(policy.guard().champion(), Arm::Os);
             assert!(learner.len() > 4, "more than two probes: {learner:?}");
@@ -2339,17 +2344,8 @@ mod tests {
             .map(Some)
             .collect();
         let first_probe = |follows: Option<f64>, others: Option<f64>| {
-            let cfg = LearnConfig {
-                guard: GuardConfig {
-                    assumed_loss: 0.0,
-                    window: 2,
-                    ..GuardConfig::default()
-                },
-                reset_on_exit: false,
-                ..LearnConfig::default()
-            };
             let layout = Layout::new(&[vec![1, 1], vec![1]]);
-            let policy = LearnPolicy::new(layout, cfg, 1).assuming_memory_follows(follows);
+            let policy = LearnPolicy::new(layout, probe_at_once(2), 1).assuming_memory_follows(follows);
             let (learner, _) = run_after_linux(policy, &linux, &share, None, others, 80);
             let first = learner
                 .first()
