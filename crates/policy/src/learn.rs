@@ -472,15 +472,16 @@ impl LearnPolicy {
         if self.guard.champion() != Arm::Os {
             return;
         }
-        let alone = input.others.is_some_and(|others| others <= ALONE_OTHERS_AT_MOST);
-        let linux_node = self.nodes_of(&self.linux_cores());
-        if alone && self.spinning() && self.crowded_for_spinning(&linux_node) {
-            let held: Vec<Option<usize>> = self.threads.iter().map(|thread| Some(thread.numa.node)).collect();
+        if alone_on_its_cpus(input) && self.spinning() && self.crowded_for_spinning(&self.nodes_of(&self.linux_cores()))
+        {
             if on_trial {
                 // Spread already: held so, still on trial.
                 self.leaving_on_trial = true;
-            } else if self.crowded_for_spinning(&held) {
-                self.start_where_linux_was(input, true);
+            } else {
+                let held: Vec<Option<usize>> = self.threads.iter().map(|thread| Some(thread.numa.node)).collect();
+                if self.crowded_for_spinning(&held) {
+                    self.start_where_linux_was(input, true);
+                }
             }
         } else if on_trial {
             self.start_where_linux_was(input, false);
@@ -600,8 +601,7 @@ impl LearnPolicy {
                 None => linux_node.to_vec(),
             };
         }
-        let alone = input.others.is_some_and(|others| others <= ALONE_OTHERS_AT_MOST);
-        let factor = if alone && self.aspiration.memory_follows_s().is_some() {
+        let factor = if alone_on_its_cpus(input) && self.aspiration.memory_follows_s().is_some() {
             ALONE_CROWDED_NODE_FACTOR
         } else {
             CROWDED_NODE_FACTOR
@@ -1087,6 +1087,12 @@ const ALONE_CROWDED_NODE_FACTOR: f64 = 1.05;
 /// the program to count as alone there (a live target counts busy time by
 /// clock ticks: a few points of noise on a few CPUs).
 const ALONE_OTHERS_AT_MOST: f64 = 0.05;
+
+/// Whether other programs ran at most [`ALONE_OTHERS_AT_MOST`] of the
+/// program's CPUs' time (`PeriodInput::others`; unknown counts as not).
+fn alone_on_its_cpus(input: &PeriodInput<'_>) -> bool {
+    input.others.is_some_and(|others| others <= ALONE_OTHERS_AT_MOST)
+}
 
 /// A node holding at most this many times the program's mean of awake
 /// threads per core was left nearly empty by Linux ...
@@ -2080,14 +2086,8 @@ mod tests {
         periods: u64,
     ) -> (Vec<Vec<usize>>, LearnPolicy) {
         let cfg = LearnConfig {
-            guard: GuardConfig {
-                assumed_loss: 0.0,
-                window,
-                ..GuardConfig::default()
-            },
             moves,
-            reset_on_exit: false,
-            ..LearnConfig::default()
+            ..probe_at_once(window)
         };
         let layout = Layout::uniform(2, 2); // node 0: cores 0 1; node 1: 3 4
         let policy = LearnPolicy::new(layout, cfg, 1);
