@@ -1,5 +1,6 @@
 # Lists the cells of two sets of `pinlearn sim` JSON files side by side, the NEW set's worst learn / os first:
-# learn / os and regret (completion over the better of os and static) in both, and static / os in the new one.
+# learn / os and regret (completion over the better of os and the best fixed pin: static, or best-static where the set ran it) in both,
+# and the best fixed pin / os in the new one.
 # Files DIR/NAME-MACHINE-SESSION-WORKLOAD.json as the loop of docs/simulator.md writes them (SIM_DIR, default /tmp/simc).
 # usage: python3 THIS BASE NEW [ROWS]
 import json, glob, os, statistics as st, sys
@@ -14,7 +15,8 @@ def load(cfg):
         for r in json.load(open(f))['runs']:
             t.setdefault((r['scenario'], r['scheduler']), []).append(r['completion_s'])
         for s in {k[0] for k in t}:
-            cells[(machine, s)] = tuple(st.median(t[(s, k)]) for k in ('os', 'static', 'learn'))
+            pin = min(st.median(t[(s, k)]) for k in ('static', 'best-static') if (s, k) in t)
+            cells[(machine, s)] = (st.median(t[(s, 'os')]), pin, st.median(t[(s, 'learn')]))
     return cells
 base, new = load(sys.argv[1]), load(sys.argv[2])
 rows = []
@@ -22,6 +24,6 @@ for k in sorted(set(base) & set(new)):
     (o, s, l), (o0, s0, l0) = new[k], base[k]
     rows.append((l / o, k, l0 / o0, l / min(o, s), l0 / min(o0, s0), s / o))
 rows.sort(reverse=True)
-print(f"cell  learn/os ({sys.argv[2]}, {sys.argv[1]})  regret ({sys.argv[2]}, {sys.argv[1]})  static/os ({sys.argv[2]})")
+print(f"cell  learn/os ({sys.argv[2]}, {sys.argv[1]})  regret ({sys.argv[2]}, {sys.argv[1]})  pin/os ({sys.argv[2]})")
 for r in rows[:int(sys.argv[3]) if len(sys.argv) > 3 else 12]:
     print("%-28s %-4s %.3f %.3f  %.3f %.3f  %.3f" % (r[1][0], r[1][1], r[0], r[2], r[3], r[4], r[5]))

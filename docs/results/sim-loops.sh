@@ -1,10 +1,11 @@
 #!/bin/bash
 # The loops of docs/simulator.md: the 160 cells (four workloads x 2x14 same/own, 4x8 own, 8x32 own) and the 40 spinning cells.
 # usage: docs/results/sim-loops.sh PINLEARN NAME [EXTRA FLAGS...]  -> /tmp/simc/NAME-MACHINE-SESSION-WORKLOAD.json, /tmp/sims/NAME-MACHINE-SESSION.json
-# (about 13 minutes on this 2-CPU machine; compare two NAMEs with docs/results/sim-guard-variants-2026-11-28.py, SIM_DIR=/tmp/simc or /tmp/sims, BASE=NAME)
+# (with `best-static`, the load model's optimum, since 2026-12-04: about 9 minutes on this 2-CPU machine; list the worst cells with
+#  docs/results/sim-worst-cells.py DIR NAME; compare two NAMEs with docs/results/sim-guard-variants-2026-11-28.py, SIM_DIR=/tmp/simc or /tmp/sims, BASE=NAME)
 BIN=$1; NAME=$2; shift 2
 mkdir -p /tmp/simc /tmp/sims
-G="--matrix full --duration 60s --schedulers os,static,learn -q"
+G="--matrix full --duration 60s --schedulers os,static,best-static,learn -q"
 for w in barrier barrier-spin independent pipeline; do
   $BIN sim $G --workload $w --seeds 6 --load-session same "$@" --json /tmp/simc/$NAME-2x14-same-$w.json >/dev/null
   $BIN sim $G --workload $w --seeds 6 --load-session own "$@" --json /tmp/simc/$NAME-2x14-own-$w.json >/dev/null
