@@ -158,6 +158,9 @@ pub struct Engine {
     /// this period's core place of every sample when the policy asked.
     core_of_cpu: Vec<Option<usize>>,
     cores: Vec<Option<usize>>,
+    /// Per place, the other programs' share of each core's time this
+    /// period (the mean of its CPUs'), where the target tells it.
+    others_by_core: Vec<Option<f64>>,
     repins: u64,
     /// Changes whenever a thread comes, goes, moves, is renamed or changes
     /// bubble (what `pinlearn status` shows).
@@ -200,6 +203,24 @@ pub struct Engine {
 /// Periods during which a thread is classified again (its name settles).
 const CLASSIFY_PERIODS: u32 = 5;
 
+/// The other programs' share of each core place (`places` long, `None`
+/// where none of its CPUs was told), the mean of its CPUs' shares in
+/// `by_cpu` (indexed by CPU number), into `out`.
+fn others_by_core(by_cpu: &[Option<f64>], core_of_cpu: &[Option<usize>], places: usize, out: &mut Vec<Option<f64>>) {
+    let mut sum = vec![(0.0, 0u32); places];
+    for (cpu, share) in by_cpu.iter().enumerate() {
+        let (Some(share), Some(Some(core))) = (share, core_of_cpu.get(cpu)) else {
+            continue;
+        };
+        if let Some(slot) = sum.get_mut(*core) {
+            slot.0 += share;
+            slot.1 += 1;
+        }
+    }
+    out.clear();
+    out.extend(sum.iter().map(|&(total, n)| (n > 0).then(|| total / f64::from(n))));
+}
+
 impl Engine {
     /// `numa_every`: core periods per NUMA period (>= 1).
     pub fn new(policy: Box<dyn Policy>, places: Places, numa_every: u64, trace: Option<Trace>) -> Self {
@@ -217,6 +238,7 @@ impl Engine {
             samples: Vec::new(),
             core_of_cpu,
             cores: Vec::new(),
+            others_by_core: Vec::new(),
             repins: 0,
             placement_version: 0,
             trace,
@@ -369,6 +391,17 @@ impl Engine {
             self.others_sum += share;
             self.others_periods += 1;
         }
+        let others_by_core = target
+            .others_by_cpu()
+            .map(|by_cpu| {
+                others_by_core(
+                    by_cpu,
+                    &self.core_of_cpu,
+                    self.places.layout.places().len(),
+                    &mut self.others_by_core,
+                )
+            })
+            .is_some();
         let input = PeriodInput {
             period: self.period,
             time_s,
@@ -378,6 +411,7 @@ impl Engine {
             waiting: target.waiting(),
             queued: target.queued(),
             others,
+            others_by_core: others_by_core.then_some(&self.others_by_core[..]),
             wake_slice_s: target.wake_slice(),
             cores: wants_cores.then_some(&self.cores[..]),
             bubbles: self.bubbles.as_ref().map(|rules| BubbleInput {
@@ -856,6 +890,23 @@ mod tests {
                 waiting_share: None,
             })
         }
+    }
+
+    #[test]
+    fn a_core_s_others_share_is_the_mean_of_its_cpus_told() {
+        // Core places 0 (CPUs 0, 1), 1 (CPU 2), 2 (CPU 4); CPU 3 belongs to
+        // no core of the program; places 3 and 4 are a node and the whole.
+        let core_of_cpu = [Some(0), Some(0), Some(1), None, Some(2)];
+        let by_cpu = [Some(0.2), Some(0.4), None, Some(0.9), Some(1.0), Some(0.5)];
+        let mut out = vec![Some(7.0)];
+        super::others_by_core(&by_cpu, &core_of_cpu, 5, &mut out);
+        assert_eq!(out.len(), 5);
+        assert!((out[0].unwrap() - 0.3).abs() < 1e-12, "{out:?}");
+        assert_eq!(
+            out[1..],
+            [None, Some(1.0), None, None],
+            "CPU 2 untold; CPUs 3 and 5 in no core"
+        );
     }
 
     #[test]

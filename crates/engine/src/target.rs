@@ -129,6 +129,14 @@ pub trait Target {
         None
     }
 
+    /// Indexed by CPU number: the share of each of the program's CPUs'
+    /// time that other programs ran on it, over the same span as
+    /// [`Target::others_share`]; `None` for a CPU the target does not watch,
+    /// and `None` altogether where it cannot tell.
+    fn others_by_cpu(&self) -> Option<&[Option<f64>]> {
+        None
+    }
+
     /// Linux's scheduler slice where the other programs run in scheduling
     /// groups apart from the target's, as last found (see
     /// [`pinlearn_policy::PeriodInput::wake_slice_s`]); `None` where they

@@ -114,6 +114,11 @@ pub struct PeriodInput<'a> {
     /// where the target counts it coarsely, its last second (live: clock
     /// ticks of /proc/stat); `None` when the target cannot tell.
     pub others: Option<f64>,
+    /// Indexed by place (`Layout::places`; `None` at the node and whole
+    /// places): for each core, the share of its time that other programs
+    /// ran on it, over the same span as [`PeriodInput::others`]; `None`
+    /// where the target cannot tell.
+    pub others_by_core: Option<&'a [Option<f64>]>,
     /// Linux's scheduler slice, where the other programs running on the
     /// machine are in scheduling groups apart from the target's (another
     /// session under autogroup, another CPU cgroup); `None` where they share
@@ -181,6 +186,7 @@ impl<'a> PeriodInput<'a> {
             waiting: None,
             queued: None,
             others: None,
+            others_by_core: None,
             wake_slice_s: None,
             cores: None,
             bubbles: None,

@@ -448,6 +448,10 @@ pub struct SimMachine {
     /// of the cores over the period it closed ([`Target::others_share`]).
     background_at_observe: f64,
     last_others: Option<f64>,
+    /// The same per core, and each core's share by CPU number
+    /// ([`Target::others_by_cpu`]).
+    background_at_observe_by_core: Vec<f64>,
+    last_others_by_cpu: Vec<Option<f64>>,
     totals: MachineTotals,
     last_samples: Vec<ThreadSample>,
     scratch_load: Vec<f64>,
@@ -570,6 +574,8 @@ impl SimMachine {
             background_cpu_s: vec![0.0; m],
             background_at_observe: 0.0,
             last_others: None,
+            background_at_observe_by_core: vec![0.0; m],
+            last_others_by_cpu: Vec::new(),
             totals: MachineTotals::default(),
             last_samples: Vec::new(),
             scratch_load: vec![0.0; m],
@@ -1487,6 +1493,22 @@ impl Target for SimMachine {
         let background: f64 = self.background_cpu_s.iter().sum();
         self.last_others = elapsed.map(|e| (background - self.background_at_observe) / (self.cores() as f64 * e));
         self.background_at_observe = background;
+        self.last_others_by_cpu.clear();
+        if let Some(e) = elapsed {
+            let size = self.core_cpu.iter().max().map_or(0, |&cpu| cpu + 1);
+            self.last_others_by_cpu.resize(size, None);
+            for (core, (&now, before)) in self
+                .background_cpu_s
+                .iter()
+                .zip(&mut self.background_at_observe_by_core)
+                .enumerate()
+            {
+                self.last_others_by_cpu[self.core_cpu[core]] = Some((now - *before) / e);
+                *before = now;
+            }
+        } else {
+            self.background_at_observe_by_core.clone_from(&self.background_cpu_s);
+        }
         Ok(())
     }
 
@@ -1500,6 +1522,10 @@ impl Target for SimMachine {
 
     fn others_share(&self) -> Option<f64> {
         self.last_others
+    }
+
+    fn others_by_cpu(&self) -> Option<&[Option<f64>]> {
+        (!self.last_others_by_cpu.is_empty()).then_some(&self.last_others_by_cpu[..])
     }
 
     fn wake_slice(&self) -> Option<f64> {

@@ -342,3 +342,33 @@ fn where_pinlearn_moves_threads_memory_after_them_the_learner_comes_close_to_the
         "learn {follows:.1} s (memory left behind: {stays:.1} s), pin {pin:.1} s"
     );
 }
+
+#[test]
+fn spinning_threads_beside_a_load_in_their_group_double_up_where_it_leaves_the_cores_free() {
+    // Forty threads that spin 200 us at each barrier before they sleep, one
+    // a core with twelve cores doubled (C), beside two hogs a core in the
+    // program's session on half of every node's cores. The round-robin pin
+    // doubles threads on cores 0-11, seven of them loaded (1.26x Linux at
+    // C.3); the learner deals them to the cores the other programs leave
+    // free first (before: it held the pin's places, 0.93x Linux at C.3 and
+    // 0.91x at C.2, where the load's best fixed pin takes 0.69x and 1.02x).
+    let mut experiment = papers_machine(WorkloadKind::BarrierSpin, LoadSession::Same);
+    experiment.workload.spin_s = Some(200e-6);
+    experiment.workload.grain_s = Some(0.2e-3);
+    for scenario in ["C.2", "C.3"] {
+        let os = completion(&experiment, scenario, PolicyChoice::Os);
+        let learn = completion(&experiment, scenario, PolicyChoice::Learn);
+        assert!(learn <= 0.75 * os, "{scenario}: learn {learn:.1} s, os {os:.1} s");
+    }
+    // With the load in its own session, Linux gives the program's group half
+    // of a loaded core and its waking threads more: the pin's places stay.
+    let mut own = papers_machine(WorkloadKind::BarrierSpin, LoadSession::Own);
+    own.workload.spin_s = Some(200e-6);
+    own.workload.grain_s = Some(0.2e-3);
+    let pin = completion(&own, "C.2", PolicyChoice::Static);
+    let learn = completion(&own, "C.2", PolicyChoice::Learn);
+    assert!(
+        learn <= 1.02 * pin,
+        "own session C.2: learn {learn:.1} s, pin {pin:.1} s"
+    );
+}

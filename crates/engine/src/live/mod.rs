@@ -961,6 +961,9 @@ impl LiveProcess {
                 Some(Err(_)) | None => (None, 0, false),
             };
             measured.ran_ns += ran_ns;
+            let tid = thread.who.tid;
+            self.others
+                .ran_on(&thread.expected, ran_ns as f64 / 1e9, || last_cpu_of(pid, tid));
             if let Some(faults) = thread.faults.as_mut() {
                 faults.drain();
                 measured.faults_missed |= faults.missed > 0;
@@ -1204,6 +1207,10 @@ impl Target for LiveProcess {
 
     fn others_share(&self) -> Option<f64> {
         self.others_share
+    }
+
+    fn others_by_cpu(&self) -> Option<&[Option<f64>]> {
+        self.others.by_cpu()
     }
 
     fn wake_slice(&self) -> Option<f64> {

@@ -3,11 +3,15 @@
 //! threads ran, as a share of the CPUs' time over the last second.
 //!
 //! ```text
-//!   every period: the target's threads' run time (schedstat, ns) added up
+//!   every period: the target's threads' run time (schedstat, ns) added up;
+//!       while other programs ran on the CPUs (the last span's share above
+//!       ATTRIBUTE_ABOVE), each thread's also put on the CPUs it ran on
+//!       (its pin's, else the CPU its stat line says it ran on last)
 //!   every SPAN_S (a second): /proc/stat, the cpuN lines of the target's CPUs
 //!       busy ticks (user nice system irq softirq steal; guest time is in user)
 //!       ─► seconds (USER_HZ) since the last read ─► less the target's run time
 //!       ─► others' seconds / the CPUs' seconds: the share until the next read
+//!       and the same per CPU, where the whole span put the run time on CPUs
 //! ```
 //!
 //! The kernel counts busy time by clock ticks (usually 100 a second per
@@ -29,6 +33,12 @@ use pinlearn_topology::CpuSet;
 /// second, not every period.
 const SPAN_S: f64 = 1.0;
 
+/// Above this share of the CPUs' time run by other programs over the last
+/// span, the target's run time is put on the CPUs it ran on, so that each
+/// CPU's share is known for the next span: what it costs (a stat read per
+/// thread not pinned to a core) is paid only where other programs run.
+const ATTRIBUTE_ABOVE: f64 = 0.05;
+
 /// The other programs' share of a set of CPUs, a second at a time.
 #[derive(Debug)]
 pub(super) struct OthersWatch {
@@ -42,6 +52,14 @@ pub(super) struct OthersWatch {
     elapsed_s: f64,
     /// The share over the last whole span.
     share: Option<f64>,
+    /// Per CPU number: busy seconds at the last read (of the CPUs watched),
+    /// the target's run time put on it since, and its share over the last
+    /// whole span (empty where the span did not put run time on CPUs).
+    last_busy_by_cpu: Vec<f64>,
+    ran_by_cpu: Vec<f64>,
+    share_by_cpu: Vec<Option<f64>>,
+    /// This span puts the target's run time on CPUs, from its start.
+    attributing: bool,
 }
 
 impl OthersWatch {
@@ -55,7 +73,43 @@ impl OthersWatch {
             ran_s: 0.0,
             elapsed_s: 0.0,
             share: None,
+            last_busy_by_cpu: Vec::new(),
+            ran_by_cpu: Vec::new(),
+            share_by_cpu: Vec::new(),
+            attributing: false,
         }
+    }
+
+    /// A thread of the target whose mask is `mask` ran `ran_s` seconds
+    /// this period: on the mask's CPUs, spread evenly, where the mask holds
+    /// fewer of the watched CPUs than all (pinlearn's pin), else on the CPU
+    /// it ran on last (`last_cpu`, read only then).
+    pub(super) fn ran_on(&mut self, mask: &CpuSet, ran_s: f64, last_cpu: impl FnOnce() -> Option<usize>) {
+        if !self.attributing || !ran_s.is_finite() || ran_s <= 0.0 {
+            return;
+        }
+        let mut on: Vec<usize> = mask.iter().filter(|&cpu| self.cpus.contains(cpu)).collect();
+        if on.is_empty() || on.len() == self.cpus.len() {
+            on = last_cpu().filter(|&cpu| self.cpus.contains(cpu)).into_iter().collect();
+        }
+        if on.is_empty() {
+            return;
+        }
+        let each = ran_s / on.len() as f64;
+        for cpu in on {
+            if self.ran_by_cpu.len() <= cpu {
+                self.ran_by_cpu.resize(cpu + 1, 0.0);
+            }
+            self.ran_by_cpu[cpu] += each;
+        }
+    }
+
+    /// Per CPU number, the other programs' share of it over the last whole
+    /// span (`None` for a CPU not watched); `None` where that span did not
+    /// put the target's run time on CPUs (the others ran little before it)
+    /// or /proc/stat could not be read.
+    pub(super) fn by_cpu(&self) -> Option<&[Option<f64>]> {
+        (!self.share_by_cpu.is_empty()).then_some(&self.share_by_cpu[..])
     }
 
     /// The target's CPUs changed (a cpuset, new places): start afresh.
@@ -74,7 +128,8 @@ impl OthersWatch {
             return None;
         }
         if self.last_busy_s.is_none() {
-            self.last_busy_s = self.read();
+            let stat = std::fs::read_to_string("/proc/stat").ok();
+            self.span_ends(stat.as_deref());
             return self.share;
         }
         if period_s.is_finite() && period_s > 0.0 {
@@ -82,24 +137,53 @@ impl OthersWatch {
             self.elapsed_s += period_s;
         }
         if self.elapsed_s >= SPAN_S {
-            let busy_s = self.read();
-            if let (Some(busy_s), Some(last_busy_s)) = (busy_s, self.last_busy_s) {
-                let others_s = busy_s - last_busy_s - self.ran_s;
-                let capacity_s = self.cpus.len() as f64 * self.elapsed_s;
-                self.share = Some((others_s / capacity_s).clamp(0.0, 1.0));
-            } else {
-                self.share = None;
-            }
-            self.last_busy_s = busy_s;
-            (self.ran_s, self.elapsed_s) = (0.0, 0.0);
+            let stat = std::fs::read_to_string("/proc/stat").ok();
+            self.span_ends(stat.as_deref());
         }
         self.share
     }
 
-    /// The busy seconds of the CPUs so far.
-    fn read(&self) -> Option<f64> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        Some(busy_ticks(&stat, &self.cpus)? as f64 * self.tick_s)
+    /// A span ends with `stat`, the text of /proc/stat (`None`: unread):
+    /// the shares over it, where the span before left a read to start
+    /// from, and a new span.
+    fn span_ends(&mut self, stat: Option<&str>) {
+        let busy = stat.and_then(|stat| busy_ticks_by_cpu(stat, &self.cpus));
+        let busy_s = busy
+            .as_ref()
+            .map(|by_cpu| by_cpu.iter().map(|&(_, ticks)| ticks as f64).sum::<f64>() * self.tick_s);
+        let started = self.last_busy_s.is_some();
+        if let (Some(busy_s), Some(last_busy_s)) = (busy_s, self.last_busy_s) {
+            let others_s = busy_s - last_busy_s - self.ran_s;
+            let capacity_s = self.cpus.len() as f64 * self.elapsed_s;
+            self.share = Some((others_s / capacity_s).clamp(0.0, 1.0));
+        } else if started {
+            self.share = None;
+        }
+        self.share_by_cpu.clear();
+        if let (Some(busy), true, true) = (&busy, self.attributing, self.elapsed_s > 0.0) {
+            for &(cpu, ticks) in busy {
+                let Some(&last) = self.last_busy_by_cpu.get(cpu) else {
+                    continue;
+                };
+                let ran = self.ran_by_cpu.get(cpu).copied().unwrap_or(0.0);
+                let others = ticks as f64 * self.tick_s - last - ran;
+                if self.share_by_cpu.len() <= cpu {
+                    self.share_by_cpu.resize(cpu + 1, None);
+                }
+                self.share_by_cpu[cpu] = Some((others / self.elapsed_s).clamp(0.0, 1.0));
+            }
+        }
+        self.last_busy_by_cpu.clear();
+        for &(cpu, ticks) in busy.iter().flatten() {
+            if self.last_busy_by_cpu.len() <= cpu {
+                self.last_busy_by_cpu.resize(cpu + 1, 0.0);
+            }
+            self.last_busy_by_cpu[cpu] = ticks as f64 * self.tick_s;
+        }
+        self.last_busy_s = busy_s;
+        (self.ran_s, self.elapsed_s) = (0.0, 0.0);
+        self.ran_by_cpu.clear();
+        self.attributing = busy.is_some() && self.share.is_some_and(|share| share > ATTRIBUTE_ABOVE);
     }
 }
 
@@ -107,15 +191,27 @@ impl OthersWatch {
 /// system, irq, softirq and steal of each `cpuN` line (guest time is
 /// counted in user already; idle and iowait are not busy). `None` when a
 /// line of one of them is malformed.
+#[cfg(test)]
 fn busy_ticks(stat: &str, cpus: &CpuSet) -> Option<u64> {
-    let mut busy = 0u64;
+    busy_ticks_by_cpu(stat, cpus).map(|by_cpu| by_cpu.iter().map(|&(_, ticks)| ticks).sum())
+}
+
+/// The same per CPU: (CPU number, busy ticks) of each of `cpus` that
+/// /proc/stat lists (an offline CPU is absent).
+fn busy_ticks_by_cpu(stat: &str, cpus: &CpuSet) -> Option<Vec<(usize, u64)>> {
+    let mut busy = Vec::new();
     for line in stat.lines() {
-        let Some(rest) = line.strip_prefix("cpu") else {
+        // The line of all CPUs is "cpu" and a space: its first count is
+        // no CPU's number.
+        let Some(rest) = line
+            .strip_prefix("cpu")
+            .filter(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        else {
             continue;
         };
         let mut fields = rest.split_ascii_whitespace();
         let Some(cpu) = fields.next().and_then(|n| n.parse::<usize>().ok()) else {
-            continue; // the "cpu" line of all CPUs
+            continue;
         };
         if !cpus.contains(cpu) {
             continue;
@@ -124,7 +220,10 @@ fn busy_ticks(stat: &str, cpus: &CpuSet) -> Option<u64> {
         let [user, nice, system, _idle, _iowait, irq, softirq, steal] = ticks[..] else {
             return None;
         };
-        busy = busy.checked_add(user + nice + system + irq + softirq + steal)?;
+        let ticks = [user, nice, system, irq, softirq, steal]
+            .into_iter()
+            .try_fold(0u64, u64::checked_add)?;
+        busy.push((cpu, ticks));
     }
     Some(busy)
 }
@@ -146,8 +245,54 @@ mod tests {
         assert_eq!(busy_ticks(STAT, &set("1-2")), Some(400 + 10 + 200 + 1 + 4));
         assert_eq!(busy_ticks(STAT, &set("0,2")), Some(605 + 615));
         assert_eq!(busy_ticks(STAT, &set("3")), Some(0));
+        // The line of all CPUs is no CPU's, whatever its first count.
+        let small = "cpu  2 5 0 0 0 0 0 0 0 0\ncpu2 1 0 0 0 0 0 0 0 0 0\n";
+        assert_eq!(busy_ticks(small, &set("2")), Some(1));
         assert_eq!(busy_ticks("cpu0 1 2 x 4 5 6 7 8\n", &set("0")), None, "garbage");
         assert_eq!(busy_ticks("cpu0 1 2 3\n", &set("0")), None, "too few fields");
+    }
+
+    #[test]
+    fn each_cpu_s_share_is_its_busy_time_less_the_target_s_run_there_once_other_programs_run() {
+        let set = |list: &str| CpuSet::parse_list(list).unwrap();
+        let stat = |cpu0: u64, cpu1: u64| {
+            format!("cpu  0 0 0 0 0 0 0 0\ncpu0 {cpu0} 0 0 0 0 0 0 0\ncpu1 0 0 {cpu1} 0 0 0 0 0\n")
+        };
+        let mut watch = OthersWatch::new(set("0-1"));
+        watch.tick_s = 0.01;
+        watch.span_ends(Some(&stat(0, 0)));
+        assert_eq!(
+            (watch.share, watch.by_cpu()),
+            (None, None),
+            "the first read tells nothing"
+        );
+        // A second in which both CPUs were busy and the target ran one of
+        // them: the others' share is a half; its run time was not put on
+        // CPUs (no other program was known to run), so no CPU's is known.
+        let second = |watch: &mut OthersWatch, busy: (u64, u64), ran: &[(&str, f64, Option<usize>)]| {
+            for &(mask, ran_s, last) in ran {
+                watch.ran_on(&set(mask), ran_s, || last);
+                watch.ran_s += ran_s;
+            }
+            watch.elapsed_s = 1.0;
+            watch.span_ends(Some(&stat(busy.0, busy.1)));
+        };
+        second(&mut watch, (100, 100), &[("1", 1.0, None)]);
+        assert_eq!((watch.share, watch.by_cpu()), (Some(0.5), None));
+        // The next: a thread pinned to CPU 1 ran 0.6 s there (no stat read
+        // for it), one with the whole mask 0.4 s, last seen on CPU 1: the
+        // other program had CPU 0 to itself.
+        second(&mut watch, (200, 200), &[("1", 0.6, Some(0)), ("0-1", 0.4, Some(1))]);
+        assert_eq!(watch.share, Some(0.5));
+        let by_cpu: Vec<f64> = watch.by_cpu().expect("told").iter().map(|s| s.unwrap()).collect();
+        assert!((by_cpu[0] - 1.0).abs() < 1e-9 && by_cpu[1].abs() < 1e-9, "{by_cpu:?}");
+        // Alone again: the share falls to 0 and the CPUs are no longer
+        // told after the span that saw it.
+        second(&mut watch, (200, 300), &[("1", 1.0, None)]);
+        assert_eq!(watch.share, Some(0.0));
+        assert!(watch.by_cpu().is_some(), "that span put the run time on CPUs");
+        second(&mut watch, (200, 400), &[("1", 1.0, None)]);
+        assert_eq!(watch.by_cpu(), None);
     }
 
     #[test]
