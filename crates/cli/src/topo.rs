@@ -131,7 +131,8 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
     if real_nodes {
         match &faults {
             Ok(()) => println!(
-                "threads' memory: pinlearn moves the pages a thread first touched to the node it keeps the thread on (move_thread_memory)"
+                "threads' memory: pinlearn moves the pages a thread first touched to the node it keeps the thread on (move_thread_memory), \
+                 and reads where a few of them are: a tie on run time goes to the placement that keeps them nearer their threads"
             ),
             Err(why) => println!("threads' memory: stays where first touched: {why}"),
         }
@@ -171,5 +172,8 @@ pub fn run(args: &TopoArgs) -> Result<(), crate::failure::Failure> {
         "other programs' share of the CPUs: {} (/proc/stat, a second at a time)",
         if proc_stat { "yes" } else { "no" }
     );
+    if !real_nodes {
+        println!("threads' memory away from their node: not here (one memory node, or nodes that are groups of CPUs)");
+    }
     Ok(())
 }

@@ -787,6 +787,7 @@ mod tests {
         let blind = pinlearn_policy::Signs {
             waiting: Some(1.0),
             queued: Some(1.0),
+            remote: None,
         };
         for period in 0..8 * 3600 * 20 {
             let arm = guard.next(Some(1.0), blind);

@@ -411,6 +411,7 @@ impl Engine {
             waiting: target.waiting(),
             queued: target.queued(),
             others,
+            remote: target.remote(),
             others_by_core: others_by_core.then_some(&self.others_by_core[..]),
             wake_slice_s: target.wake_slice(),
             cores: wants_cores.then_some(&self.cores[..]),
@@ -430,6 +431,7 @@ impl Engine {
         } else {
             None
         };
+        let remote = input.remote;
         let decision = self.policy.decide(&input);
         let guard_arm = self.policy.guard_arm();
         let linux_s_window = guard_arm == Some(Arm::Os);
@@ -553,6 +555,7 @@ impl Engine {
                     sample.grain_s,
                     progress,
                     arm,
+                    remote,
                 )?;
             }
         }
@@ -1185,15 +1188,15 @@ mod tests {
         let mut lines = text.lines();
         assert_eq!(
             lines.next(),
-            Some("time_s,period,pid,tid,name,place,speed,utility,bubble,waiting,share,grain_s,progress,arm")
+            Some("time_s,period,pid,tid,name,place,speed,utility,bubble,waiting,share,grain_s,progress,arm,remote")
         );
         let rows: Vec<&str> = lines.collect();
         assert_eq!(rows.len(), 6);
         assert!(rows[0].starts_with("0.0000,0,1,7,t7,0,0.500000,"), "{}", rows[0]);
         assert!(rows[1].starts_with("0.0000,0,1,9,t9,1,,"), "{}", rows[1]);
         // Not sampled, no share or grain; the program's progress (the one
-        // speed measured); no guard, no arm.
-        assert!(rows[1].ends_with(",,,,0.500000,"), "{}", rows[1]);
+        // speed measured); no guard, no arm; memory's node not known.
+        assert!(rows[1].ends_with(",,,,0.500000,,"), "{}", rows[1]);
     }
 
     #[test]

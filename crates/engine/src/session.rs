@@ -230,7 +230,10 @@ impl Session {
         .following_program_affinity(self.settings.follow_program_affinity)
         .with_sampling(&self.settings.sampling);
         let target = match &self.thread_memory_nodes {
-            Some(nodes) => target.with_thread_memory(nodes.clone()),
+            Some(nodes) => target.with_thread_memory(
+                nodes.clone(),
+                self.topology.nodes().iter().map(|node| node.cpus.clone()).collect(),
+            ),
             None => target,
         };
         match &self.memory_nodes {

@@ -129,6 +129,14 @@ pub trait Target {
         None
     }
 
+    /// The share of the threads' memory on other NUMA nodes than the ones
+    /// they ran on over the last period observed, weighted by run time
+    /// (see [`pinlearn_policy::PeriodInput::remote`]); `None` where the
+    /// target cannot tell.
+    fn remote(&self) -> Option<f64> {
+        None
+    }
+
     /// Indexed by CPU number: the share of each of the program's CPUs'
     /// time that other programs ran on it, over the same span as
     /// [`Target::others_share`]; `None` for a CPU the target does not watch,

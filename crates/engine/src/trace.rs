@@ -17,7 +17,11 @@
 //! speeds; the same on every row of a period), and `arm` who places the
 //! threads in the next period under the guard (`learn`, or `os` in
 //! Linux's windows; empty for a policy without a guard): its windows, and
-//! what each measured, read from the rows of consecutive periods.
+//! what each measured, read from the rows of consecutive periods, and
+//! `remote` the share of the threads' memory on other NUMA nodes than the
+//! ones they ran on over the period (the same on every row of a period;
+//! empty where the target cannot tell: one memory node, no page-fault
+//! samples).
 
 use crate::EngineError;
 use crate::target::ThreadInfo;
@@ -31,9 +35,9 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub const HEADER: [&'static str; 14] = [
+    pub const HEADER: [&'static str; 15] = [
         "time_s", "period", "pid", "tid", "name", "place", "speed", "utility", "bubble", "waiting", "share", "grain_s",
-        "progress", "arm",
+        "progress", "arm", "remote",
     ];
 
     pub fn create(path: &Path) -> Result<Self, EngineError> {
@@ -60,6 +64,7 @@ impl Trace {
         grain_s: Option<f64>,
         progress: Option<f64>,
         arm: &str,
+        remote: Option<f64>,
     ) -> Result<(), EngineError> {
         let number = |v: f64| {
             if v.is_finite() {
@@ -83,6 +88,7 @@ impl Trace {
             grain_s.map(number).unwrap_or_default(),
             progress.map(number).unwrap_or_default(),
             arm.to_string(),
+            remote.map(number).unwrap_or_default(),
         ];
         self.writer.write_record(&record).map_err(|e| csv_error(&self.path, e))
     }

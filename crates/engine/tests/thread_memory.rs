@@ -10,6 +10,7 @@ use pinlearn_engine::Metric;
 use pinlearn_engine::Target;
 use pinlearn_engine::live::{LiveProcess, Scope, get_affinity};
 use pinlearn_policy::ThreadSample;
+use pinlearn_topology::CpuSet;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -78,15 +79,56 @@ fn toucher(step: Arc<AtomicU32>, tids: Arc<Mutex<HashSet<u32>>>) -> std::thread:
 }
 
 fn watched(tids: &Arc<Mutex<HashSet<u32>>>, thread_memory: bool) -> LiveProcess {
+    watched_on(tids, thread_memory.then(|| vec![0, 0]))
+}
+
+/// Watched with threads' memory on where `nodes` says which OS memory node
+/// each of two layout nodes stands for: the first has all the CPUs this
+/// process may use, the second none.
+fn watched_on(tids: &Arc<Mutex<HashSet<u32>>>, nodes: Option<Vec<u32>>) -> LiveProcess {
     let scope = Scope {
         only: Some(tids.clone()),
         ..Scope::process_tree(std::process::id(), false)
     };
-    let target = LiveProcess::new(scope, Metric::Cpu, vec![get_affinity(0).unwrap()], 0.05);
-    if thread_memory {
-        target.with_thread_memory(vec![0, 0])
-    } else {
-        target
+    let cpus = get_affinity(0).unwrap();
+    let target = LiveProcess::new(scope, Metric::Cpu, vec![cpus.clone()], 0.05);
+    match nodes {
+        Some(nodes) => target.with_thread_memory(nodes, vec![cpus, CpuSet::default()]),
+        None => target,
+    }
+}
+
+#[test]
+fn the_share_of_a_thread_s_pages_away_from_the_node_it_runs_on_is_measured() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    // The pages are on OS node 0 (every machine has one). With the CPUs'
+    // layout node standing for node 0 they are all local; standing for
+    // another node, all remote. Both layout nodes on one OS node: nothing
+    // can be remote, nothing is read.
+    for (nodes, expected) in [(vec![0, 1], Some(0.0)), (vec![1, 0], Some(1.0)), (vec![0, 0], None)] {
+        let step = Arc::new(AtomicU32::new(0));
+        let tids = Arc::new(Mutex::new(HashSet::new()));
+        let thread = toucher(step.clone(), tids.clone());
+        until_started(&tids, 1);
+        let mut target = watched_on(&tids, Some(nodes.clone()));
+        let mut samples: Vec<ThreadSample> = Vec::new();
+        target.observe(&mut samples).unwrap();
+        assert_eq!(target.remote(), None, "{nodes:?}: no page recorded yet");
+        step.store(1, Ordering::SeqCst);
+        while step.load(Ordering::SeqCst) < 2 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Each thread's pages are read every few periods, in turns.
+        let mut remote = None;
+        for _ in 0..8 {
+            std::thread::sleep(Duration::from_millis(5));
+            samples.clear();
+            target.observe(&mut samples).unwrap();
+            remote = remote.or(target.remote());
+        }
+        step.store(3, Ordering::SeqCst);
+        thread.join().unwrap();
+        assert_eq!(remote, expected, "{nodes:?}");
     }
 }
 

@@ -158,7 +158,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 25] = [
+        let checks: [(&'static str, f64, bool, &'static str); 26] = [
             (
                 "crowd.margin",
                 self.crowd.margin,
@@ -276,6 +276,12 @@ impl LearnConfig {
                 self.guard.blind_queued,
                 closed(self.guard.blind_queued),
                 "in [0, 1]",
+            ),
+            (
+                "guard.remote_gap",
+                self.guard.remote_gap,
+                self.guard.remote_gap > 0.0 && self.guard.remote_gap <= 1.0,
+                "in (0, 1]",
             ),
             (
                 "guard.max_gap",
@@ -546,6 +552,16 @@ mod tests {
                     ..base
                 },
                 "guard.window",
+            ),
+            (
+                LearnConfig {
+                    guard: GuardConfig {
+                        remote_gap: 0.0,
+                        ..base.guard
+                    },
+                    ..base
+                },
+                "guard.remote_gap",
             ),
             (
                 LearnConfig {

@@ -19,6 +19,12 @@
 //!        (the learner just took the lead and Linux's probe to confirm
 //!         it ≥ mean(before, after) · (1 − margin): a tie, the lead is
 //!         not confirmed, and Linux becomes champion again)
+//!        (a tie, within `margin` either way, where Linux's windows left
+//!         at least `remote_gap` more of the threads' memory on other
+//!         nodes than theirs than the learner's did: the learner takes
+//!         the lead, keeps it when Linux's probe to confirm it ties, and
+//!         Linux's later probes that tie or lose that way back off as
+//!         ties do (below); run time does not show memory stalls)
 //!          no  ─► the champion stays; the probe's loss, and what it cost
 //!                 the champion's window after it (after below before,
 //!                 unless after fell below the probe), are added to `spent`
@@ -82,7 +88,11 @@
 //!        (up to `max_gap`) of Linux's windows (`tie_backoff`), until a
 //!        probe does not tie or Linux's score moves by more than
 //!        `replay_change`: ties cost no budget, yet every probe's
-//!        switches cost something no window scores
+//!        switches cost something no window scores; the same back-off for
+//!        Linux's probes, the learner champion, that tie or lose while
+//!        Linux's threads ran farther from their memory by `remote_gap`
+//!        (not once Linux's last score is more than `margin` above the
+//!        learner's last window: it is probed at once)
 //!
 //!   score of a window = mean application progress over its periods,
 //!   the first left out (threads are still moving there), the first
@@ -226,6 +236,16 @@ pub struct GuardConfig {
     /// in after. Once per run; its loss is charged as any probe's. 0 turns
     /// it off.
     pub blind_retry_after: u32,
+    /// A tie goes to the arm whose threads ran nearer their memory: where
+    /// the learner's probe ties Linux's windows (neither ahead by
+    /// `margin`) and at least this larger share of the threads' memory
+    /// ([`crate::PeriodInput::remote`]) lay on other nodes than theirs in
+    /// Linux's windows than in the learner's, the learner takes the lead,
+    /// and Linux, probed to confirm it, must beat it by `margin` to take it
+    /// back. Run time cannot see memory stalls: a thread that Linux moved
+    /// away from its memory is as busy and slower. In (0, 1]; 1 turns it
+    /// off, as does a target that cannot tell (one memory node).
+    pub remote_gap: f64,
 }
 
 /// When the guard's forecast of a probe's loss fades
@@ -259,6 +279,7 @@ impl Default for GuardConfig {
             forecast_halflife: 0,
             forecast_ages: ForecastAges::WhileLinuxBlind,
             blind_retry_after: 4,
+            remote_gap: 0.1,
         }
     }
 }
@@ -272,6 +293,10 @@ impl Default for GuardConfig {
 pub struct Signs<T> {
     pub waiting: T,
     pub queued: T,
+    /// The share of the threads' memory on other nodes than the ones they
+    /// ran on ([`crate::PeriodInput::remote`]): not a blind spot by itself,
+    /// it decides ties ([`GuardConfig::remote_gap`]).
+    pub remote: T,
 }
 
 impl Signs<Option<f64>> {
@@ -280,6 +305,7 @@ impl Signs<Option<f64>> {
         Signs {
             waiting: input.waiting,
             queued: input.queued,
+            remote: input.remote,
         }
     }
 }
@@ -382,6 +408,14 @@ pub struct Guard {
     earlier: Option<f64>,
     /// Score of the probe waiting for the champion window after it.
     probe: Option<f64>,
+    /// The share of the threads' memory on other nodes in the champion's
+    /// window before the pending probe, and in the probe
+    /// ([`GuardConfig::remote_gap`]).
+    remote_before: Option<f64>,
+    probe_remote: Option<f64>,
+    /// The learner took the lead on a tie where Linux's threads ran
+    /// farther from their memory: Linux's probe to confirm it must win.
+    lead_on_locality: bool,
     /// The progress of the first period of the window in progress (not
     /// scored: the threads move then), and of the pending probe's.
     first: Option<f64>,
@@ -500,6 +534,9 @@ impl Guard {
             linux_recent: VecDeque::new(),
             linux_calm: CALM_WINDOWS,
             probe: None,
+            remote_before: None,
+            probe_remote: None,
+            lead_on_locality: false,
             first: None,
             probe_first: None,
             window_places: Vec::new(),
@@ -725,6 +762,10 @@ impl Guard {
                 self.signs_sum.queued += queued;
                 self.signs_count.queued += 1;
             }
+            if let Some(remote) = share(signs.remote) {
+                self.signs_sum.remote += remote;
+                self.signs_count.remote += 1;
+            }
         }
         let window_ends = self.window_period >= self.window_length();
         let linux_window_ends = window_ends && self.window_arm == Arm::Os;
@@ -755,11 +796,13 @@ impl Guard {
         let settled = std::mem::take(&mut self.settled);
         self.early = (0.0, 0);
         self.late = (0.0, 0);
+        let remote = mean(self.signs_sum.remote, self.signs_count.remote);
         if self.window_arm == Arm::Os {
             // A sign Linux's window did not measure keeps its last value.
             let (sum, count) = (self.signs_sum, self.signs_count);
             self.os_signs.waiting = mean(sum.waiting, count.waiting).or(self.os_signs.waiting);
             self.os_signs.queued = mean(sum.queued, count.queued).or(self.os_signs.queued);
+            self.os_signs.remote = remote.or(self.os_signs.remote);
         }
         self.signs_sum = Signs::default();
         self.signs_count = Signs::default();
@@ -783,6 +826,8 @@ impl Guard {
                 self.replay = None;
                 self.settled_losses = 0;
                 self.before = Some(probe);
+                self.remote_before = remote;
+                self.lead_on_locality = false;
                 self.earlier = None;
                 self.since_probe = 0;
                 return;
@@ -792,6 +837,7 @@ impl Guard {
             };
             // A probe ended: the next window is the champion's, to compare.
             self.probe = score;
+            self.probe_remote = remote;
             self.probe_first = self.first.take();
             self.probe_settled = self.window_arm == Arm::Learn && settled;
             self.window_arm = self.champion;
@@ -826,6 +872,25 @@ impl Guard {
             };
             if let Some(base) = base.filter(|&b| b > 0.0) {
                 let won = probe > base * (1.0 + self.cfg.margin);
+                let tied = !won && probe >= base * (1.0 - self.cfg.margin);
+                // How much more of the threads' memory lay on other nodes
+                // in Linux's windows than in the learner's (each side: the
+                // mean of its windows that measured it).
+                let linux_farther = {
+                    let champion = match (self.remote_before, remote) {
+                        (Some(a), Some(b)) => Some((a + b) / 2.0),
+                        (a, b) => a.or(b),
+                    };
+                    let (linux, learner) = match self.champion {
+                        Arm::Os => (champion, self.probe_remote),
+                        Arm::Learn => (self.probe_remote, champion),
+                    };
+                    matches!((linux, learner), (Some(linux), Some(learner))
+                        if self.cfg.remote_gap < 1.0 && linux - learner >= self.cfg.remote_gap)
+                };
+                // A tie where Linux's threads ran farther from their memory
+                // goes to the learner: run time does not show memory stalls.
+                let won_on_locality = self.champion == Arm::Os && tied && linux_farther;
                 // Linux, probed right after the learner took the lead (to
                 // confirm it), ties it (within `margin`): the lead is not
                 // confirmed, Linux leads again. Kept on a tie, a learner
@@ -835,8 +900,8 @@ impl Guard {
                 // `independent` C.1, a program reporting nothing: 1.031x
                 // Linux).
                 let linux_ties =
-                    self.champion == Arm::Learn && self.confirming && probe >= base * (1.0 - self.cfg.margin);
-                if won || linux_ties {
+                    self.champion == Arm::Learn && self.confirming && tied && !(self.lead_on_locality && linux_farther);
+                if won || linux_ties || won_on_locality {
                     self.champion = self.champion.other();
                     self.stats.switches += 1;
                     self.ties = None;
@@ -849,9 +914,11 @@ impl Guard {
                     // more than doubles the progress, and every probe of
                     // Linux costs most of a window) or a tie gave Linux
                     // the lead back.
-                    self.confirm = won && probe < base * (1.0 + self.cfg.decisive);
+                    self.confirm = (won && probe < base * (1.0 + self.cfg.decisive)) || won_on_locality;
+                    self.lead_on_locality = won_on_locality;
                     self.since_probe = 0;
                     self.before = Some(probe);
+                    self.remote_before = self.probe_remote;
                     self.earlier = None;
                     self.window_arm = self.champion;
                     return;
@@ -860,7 +927,12 @@ impl Guard {
                 // its window (it tried what it has learned, not something
                 // new: one still drawing its places learns only in its
                 // probes, and they must go on).
-                if probe < base * (1.0 - self.cfg.margin) || self.champion != Arm::Os {
+                if self.champion == Arm::Learn {
+                    // Linux, probed, lost or tied while its threads ran
+                    // farther from their memory: the probes back off as
+                    // ties do (what they lose shows in no score).
+                    self.ties = linux_farther.then(|| (self.ties.map_or(0, |(count, _)| count) + 1, base));
+                } else if probe < base * (1.0 - self.cfg.margin) {
                     self.ties = None;
                 } else if self.probe_settled {
                     let count = self.ties.map_or(0, |(count, _)| count);
@@ -915,6 +987,7 @@ impl Guard {
         if let Some(score) = score {
             self.earlier = self.before;
             self.before = late_score;
+            self.remote_before = remote.or(self.remote_before);
             if self.champion == Arm::Os {
                 if self.linux_recent.len() == LINUX_LEVEL_WINDOWS {
                     self.linux_recent.pop_front();
@@ -946,6 +1019,7 @@ impl Guard {
             _ if self.champion == Arm::Os && self.linux_looks_blind() => 0.0,
             _ => self.cfg.assumed_loss,
         };
+
         // The learner's last two probes lost without it moving a thread:
         // the same probe would lose the same way while Linux's score stays
         // where it was.
@@ -963,9 +1037,7 @@ impl Guard {
             self.ties = None;
         }
         let tie_wait = match self.ties {
-            Some((count, _)) if self.cfg.tie_backoff && self.champion == Arm::Os => {
-                (1u32 << count.min(16)).min(self.cfg.max_gap.max(1))
-            }
+            Some((count, _)) if self.cfg.tie_backoff => (1u32 << count.min(16)).min(self.cfg.max_gap.max(1)),
             _ => 0,
         };
         // (With a margin for rounding: 0.015 x 15 falls just short of 0.225
@@ -993,7 +1065,7 @@ impl Guard {
         let rebalancing = self.champion == Arm::Os && self.linux_calm < CALM_WINDOWS;
         let affordable = !replays
             && !rebalancing
-            && self.since_probe >= tie_wait
+            && (self.since_probe >= tie_wait || linux_overdue)
             && (linux_overdue || self.spent + expected_loss <= budget);
         // The learner's first probe, made at once where Linux looked blind,
         // lost: once, while Linux still looks blind, it is tried again
@@ -1289,6 +1361,7 @@ mod tests {
             let signs = Signs {
                 waiting: Some(waiting),
                 queued: None,
+                remote: None,
             };
             (progress, signs)
         });
@@ -1311,6 +1384,95 @@ mod tests {
         }
     }
 
+    /// Linux first, both arms at 1.0 (a tie), Linux's threads with
+    /// `linux_remote` of their memory on other nodes and the learner's
+    /// with none: the arms of `periods` periods.
+    fn tie_with_remote(linux_remote: Option<f64>, periods: usize) -> (Guard, Vec<Arm>) {
+        let mut guard = Guard::new(GuardConfig {
+            first: Arm::Os,
+            ..cfg()
+        });
+        let arms = run_measured(&mut guard, periods, |arm, _| {
+            let remote = match arm {
+                Arm::Os => linux_remote,
+                Arm::Learn => linux_remote.map(|_| 0.0),
+            };
+            (
+                1.0,
+                Signs {
+                    remote,
+                    ..Signs::default()
+                },
+            )
+        });
+        (guard, arms)
+    }
+
+    #[test]
+    fn a_tie_goes_to_the_learner_where_linux_s_threads_ran_farther_from_their_memory() {
+        let os_share = |arms: &[Arm]| arms.iter().filter(|&&a| a == Arm::Os).count() as f64 / arms.len() as f64;
+        // Nothing known of memory, or Linux's threads as near it as the
+        // learner's: a tie leaves Linux in charge, probed now and then.
+        for linux_remote in [None, Some(0.05)] {
+            let (guard, arms) = tie_with_remote(linux_remote, 800);
+            assert_eq!(guard.champion(), Arm::Os, "{linux_remote:?}");
+            assert!(os_share(&arms) >= 0.5, "{linux_remote:?}: {}", os_share(&arms));
+        }
+        // Linux's threads farther by more than `remote_gap`: the learner
+        // leads after its first probe, Linux's probe to confirm it ties and
+        // does not take it back, and Linux's later probes, which lose what
+        // no score shows, back off: the learner has nearly all the run.
+        let (guard, arms) = tie_with_remote(Some(0.3), 800);
+        assert_eq!(guard.champion(), Arm::Learn);
+        assert_eq!(
+            &arms[..16],
+            &[[Arm::Os; 4], [Arm::Learn; 4], [Arm::Os; 4], [Arm::Learn; 4]].concat()
+        );
+        assert!(os_share(&arms) < 0.1, "{}", os_share(&arms));
+        // Off: the same as not knowing.
+        let mut guard = Guard::new(GuardConfig {
+            first: Arm::Os,
+            remote_gap: 1.0,
+            ..cfg()
+        });
+        run_measured(&mut guard, 800, |arm, _| {
+            let remote = Some(if arm == Arm::Os { 0.3 } else { 0.0 });
+            (
+                1.0,
+                Signs {
+                    remote,
+                    ..Signs::default()
+                },
+            )
+        });
+        assert_eq!(guard.champion(), Arm::Os);
+    }
+
+    #[test]
+    fn linux_measured_better_takes_the_lead_back_however_far_its_threads_ran_from_their_memory() {
+        // Linux's threads farther from their memory, but its progress 10%
+        // ahead from window 40 on (the load changed): its next probe wins.
+        let mut guard = Guard::new(GuardConfig {
+            first: Arm::Os,
+            ..cfg()
+        });
+        run_measured(&mut guard, 800, |arm, period| {
+            let (progress, remote) = match arm {
+                Arm::Os if period > 160 => (1.1, 0.3),
+                Arm::Os => (1.0, 0.3),
+                Arm::Learn => (1.0, 0.0),
+            };
+            (
+                progress,
+                Signs {
+                    remote: Some(remote),
+                    ..Signs::default()
+                },
+            )
+        });
+        assert_eq!(guard.champion(), Arm::Os);
+    }
+
     /// How many periods after `from` Linux first placed the threads.
     fn periods_until_linux(arms: &[Arm], from: usize) -> usize {
         arms[from..].iter().position(|&a| a == Arm::Os).expect("Linux probed")
@@ -1322,6 +1484,7 @@ mod tests {
         let signs = Signs {
             waiting: Some(waiting),
             queued: None,
+            remote: None,
         };
         run_signs(guard, periods, signs)
     }
@@ -1336,6 +1499,7 @@ mod tests {
                 Signs {
                     waiting: os_signs.waiting.map(|_| 0.05),
                     queued: os_signs.queued.map(|_| 0.05),
+                    remote: None,
                 },
             ),
         })
@@ -1358,6 +1522,7 @@ mod tests {
                 Signs {
                     waiting: None,
                     queued: Some(if period < 6 { 0.6 } else { queued_later }),
+                    remote: None,
                 },
             ),
             Arm::Learn => (
@@ -1365,6 +1530,7 @@ mod tests {
                 Signs {
                     waiting: None,
                     queued: Some(0.05),
+                    remote: None,
                 },
             ),
         });
@@ -1448,6 +1614,7 @@ mod tests {
         let queued = |share: f64| Signs {
             waiting: None,
             queued: Some(share),
+            remote: None,
         };
         let mut guard = Guard::new(GuardConfig::default());
         let arms = run_signs(&mut guard, 12, queued(0.6));

@@ -114,6 +114,13 @@ pub struct PeriodInput<'a> {
     /// where the target counts it coarsely, its last second (live: clock
     /// ticks of /proc/stat); `None` when the target cannot tell.
     pub others: Option<f64>,
+    /// The share of the threads' memory that lay on another NUMA node than
+    /// the one each ran on, over the period, weighted by run time (live:
+    /// of the pages each thread first touched, sampled; the simulator: of
+    /// its accesses); `None` where the target cannot tell (one memory node,
+    /// no page-fault samples). Run time does not show the stalls this
+    /// costs: the guard gives ties to the arm that keeps it lower.
+    pub remote: Option<f64>,
     /// Indexed by place (`Layout::places`; `None` at the node and whole
     /// places): for each core, the share of its time that other programs
     /// ran on it, over the same span as [`PeriodInput::others`]; `None`
@@ -186,6 +193,7 @@ impl<'a> PeriodInput<'a> {
             waiting: None,
             queued: None,
             others: None,
+            remote: None,
             others_by_core: None,
             wake_slice_s: None,
             cores: None,

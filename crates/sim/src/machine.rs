@@ -292,6 +292,9 @@ struct Accumulated {
     work: f64,
     /// Instructions retired, in nominal core-seconds.
     instructions: f64,
+    /// Seconds running, each weighted by the share of the thread's memory
+    /// accesses that went to another node than its core's.
+    remote_s: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -448,6 +451,10 @@ pub struct SimMachine {
     /// of the cores over the period it closed ([`Target::others_share`]).
     background_at_observe: f64,
     last_others: Option<f64>,
+    /// The share of the threads' accesses to memory on other nodes than
+    /// their cores', weighted by run time, over the last period observed;
+    /// `None` on one node (nothing is remote there).
+    last_remote: Option<f64>,
     /// The same per core, and each core's share by CPU number
     /// ([`Target::others_by_cpu`]).
     background_at_observe_by_core: Vec<f64>,
@@ -574,6 +581,7 @@ impl SimMachine {
             background_cpu_s: vec![0.0; m],
             background_at_observe: 0.0,
             last_others: None,
+            last_remote: None,
             background_at_observe_by_core: vec![0.0; m],
             last_others_by_cpu: Vec::new(),
             totals: MachineTotals::default(),
@@ -932,17 +940,21 @@ impl SimMachine {
         }
     }
 
-    /// 1 + (F − 1) · m · (share of the thread's accesses to data homed on
-    /// another node than its core's; data not yet touched counts as local).
+    /// 1 + (F − 1) · m · [`Self::remote_share`].
     fn remote_slowdown(&self, thread: &SimThread) -> f64 {
+        1.0 + (self.params.numa_factor - 1.0).max(0.0) * thread.memory_intensity * self.remote_share(thread)
+    }
+
+    /// The share of the thread's accesses to data homed on another node
+    /// than its core's (data not yet touched counts as local).
+    fn remote_share(&self, thread: &SimThread) -> f64 {
         let node = self.core_node[thread.core];
-        let remote: f64 = thread
+        thread
             .data
             .iter()
             .filter(|&&(owner, _)| self.threads[owner].home.is_some_and(|home| home != node))
             .map(|&(_, share)| share)
-            .sum();
-        1.0 + (self.params.numa_factor - 1.0).max(0.0) * thread.memory_intensity * remote
+            .sum()
     }
 
     /// Settles what is due now; true when threads were born.
@@ -1031,6 +1043,7 @@ impl SimMachine {
             let h = h * (1.0 - self.queue_stall[index]);
             let mut cpu = share * self.capacity[core] * h;
             self.app_cpu_s[core] += cpu;
+            let remote = self.remote_share(&self.threads[index]);
             let slowdown = {
                 let thread = &mut self.threads[index];
                 if activity == Activity::Work {
@@ -1048,6 +1061,7 @@ impl SimMachine {
                 }
                 thread.has_run = true;
                 thread.acc.running_s += share * h;
+                thread.acc.remote_s += share * h * remote;
                 thread.acc.waiting_s += (1.0 - share) * h;
                 thread.acc.cpu_s += cpu;
                 if thread.stall_s > 0.0 {
@@ -1454,7 +1468,7 @@ impl Target for SimMachine {
         self.last_observe = Some(self.now);
         let work_rate = elapsed.map(|e| (self.totals.work - self.work_at_observe) / e);
         self.work_at_observe = self.totals.work;
-        let (mut work, mut instructions, mut ran, mut queued) = (0.0, 0.0, 0.0, 0.0);
+        let (mut work, mut instructions, mut ran, mut queued, mut remote) = (0.0, 0.0, 0.0, 0.0, 0.0);
         // In key order (the main thread, when there is one, comes first).
         for key in 1..=self.threads.len() as ThreadKey {
             let index = self
@@ -1469,6 +1483,7 @@ impl Target for SimMachine {
             instructions += acc.instructions;
             ran += acc.running_s;
             queued += acc.waiting_s;
+            remote += acc.remote_s;
             let speed = elapsed.and_then(|e| self.speed_of(&acc, e)).map(|s| self.noisy(s));
             let share = elapsed
                 .and_then(|e| Self::run_share(&acc, e))
@@ -1489,6 +1504,7 @@ impl Target for SimMachine {
         // What samples of waiting code would show: the CPU time not spent working.
         self.last_waiting = (self.params.metric == SimMetric::Useful && instructions > 0.0)
             .then(|| (1.0 - work / instructions).clamp(0.0, 1.0));
+        self.last_remote = (self.node_cores.len() > 1 && ran > 0.0).then(|| remote / ran);
         self.last_queued = elapsed.and_then(|e| pinlearn_engine::queued_share(ran, queued, self.cores() as f64 * e));
         let background: f64 = self.background_cpu_s.iter().sum();
         self.last_others = elapsed.map(|e| (background - self.background_at_observe) / (self.cores() as f64 * e));
@@ -1522,6 +1538,10 @@ impl Target for SimMachine {
 
     fn others_share(&self) -> Option<f64> {
         self.last_others
+    }
+
+    fn remote(&self) -> Option<f64> {
+        self.last_remote
     }
 
     fn others_by_cpu(&self) -> Option<&[Option<f64>]> {

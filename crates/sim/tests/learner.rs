@@ -372,3 +372,25 @@ fn spinning_threads_beside_a_load_in_their_group_double_up_where_it_leaves_the_c
         "own session C.2: learn {learn:.1} s, pin {pin:.1} s"
     );
 }
+
+#[test]
+fn where_linux_leaves_threads_away_from_their_memory_a_tie_in_run_time_goes_to_the_learner() {
+    // Blocking barriers, four threads a core on ten cores of four nodes of
+    // eight (A.1, no load): Linux keeps every core busy by moving threads
+    // across nodes, away from the memory they first touched, so their run
+    // time matches the pin's while their work is slower (Linux 71.7 s, the
+    // pin 59.5). The learner's windows tie Linux's on run time; its
+    // threads' memory follows them, Linux's stays behind (`remote`): the
+    // tie goes to the learner, and Linux's probes back off.
+    let mut experiment = papers_machine(WorkloadKind::Barrier, LoadSession::Own);
+    experiment.topology = Topology::from_synthetic("node:4 core:8 pu:1").unwrap();
+    let os = completion(&experiment, "A.1", PolicyChoice::Os);
+    let learn = completion(&experiment, "A.1", PolicyChoice::Learn);
+    let mut blind = experiment.clone();
+    blind.settings.learn.guard.remote_gap = 1.0;
+    let without = completion(&blind, "A.1", PolicyChoice::Learn);
+    assert!(
+        learn <= 0.87 * os && learn <= 0.97 * without,
+        "learn {learn:.1} s (ties not given by memory: {without:.1} s), os {os:.1} s"
+    );
+}

@@ -4,6 +4,7 @@
 //! ```text
 //!   migrate_process(pid, all memory nodes, to) ─► migrate_pages(pid, maxnode, old = all but `to`, new = {to})
 //!   move_pages_to(pid, addresses, to)           ─► move_pages(pid, MOVE_CHUNK at a time, {to}, MPOL_MF_MOVE)
+//!   nodes_of(pid, addresses)                    ─► move_pages(pid, MOVE_CHUNK at a time, NULL): each page's node
 //!   bind_range(stack, to)  (in-process only)    ─► mbind(stack, MPOL_PREFERRED {to}, MPOL_MF_MOVE)
 //! ```
 //!
@@ -59,36 +60,55 @@ pub fn migrate_process(pid: u32, nodes: &[u32], to: u32) -> io::Result<()> {
 /// Pages per move_pages(2) call.
 const MOVE_CHUNK: usize = 4096;
 
-/// Moves the pages of process `pid` at `addresses` (page aligned) to node
-/// `to`; returns how many are on `to` afterwards. Pages no longer mapped,
-/// or shared with other processes, stay (the kernel reports them per page;
-/// not an error here).
-pub fn move_pages_to(pid: u32, addresses: &[u64], to: u32) -> io::Result<usize> {
-    let mut there = 0;
-    let nodes = vec![to as libc::c_int; MOVE_CHUNK.min(addresses.len())];
-    let mut status = vec![0 as libc::c_int; nodes.len()];
+/// move_pages(2) on `addresses` of process `pid`, [`MOVE_CHUNK`] at a time:
+/// each page to `to`, or, with `None`, nowhere (the kernel only says where
+/// each is). Calls `status` with each chunk's per-page answers (a node, or
+/// a negative errno for a page not mapped, not present, or not movable).
+fn move_pages(pid: u32, addresses: &[u64], to: Option<u32>, mut status: impl FnMut(&[libc::c_int])) -> io::Result<()> {
+    let nodes = to.map(|to| vec![to as libc::c_int; MOVE_CHUNK.min(addresses.len())]);
+    let mut answers = vec![0 as libc::c_int; MOVE_CHUNK.min(addresses.len())];
     for chunk in addresses.chunks(MOVE_CHUNK) {
-        // SAFETY: `chunk`, `nodes` and `status` each hold at least
-        // `chunk.len()` elements; addresses are only read by the kernel,
-        // in the other process's address space.
+        // SAFETY: `chunk`, `answers` and `nodes` (when there is one) each
+        // hold at least `chunk.len()` elements; addresses are only read by
+        // the kernel, in the other process's address space; a null `nodes`
+        // asks for each page's node, moving none.
         let ret = unsafe {
             libc::syscall(
                 libc::SYS_move_pages,
                 pid as libc::pid_t,
                 chunk.len() as libc::c_ulong,
                 chunk.as_ptr(),
-                nodes.as_ptr(),
-                status.as_mut_ptr(),
-                MPOL_MF_MOVE as libc::c_int,
+                nodes.as_ref().map_or(std::ptr::null(), |nodes| nodes.as_ptr()),
+                answers.as_mut_ptr(),
+                if to.is_some() { MPOL_MF_MOVE as libc::c_int } else { 0 },
             )
         };
         checked(ret)?;
-        there += status[..chunk.len()]
-            .iter()
-            .filter(|&&node| node == to as libc::c_int)
-            .count();
+        status(&answers[..chunk.len()]);
     }
+    Ok(())
+}
+
+/// Moves the pages of process `pid` at `addresses` (page aligned) to node
+/// `to`; returns how many are on `to` afterwards. Pages no longer mapped,
+/// or shared with other processes, stay (the kernel reports them per page;
+/// not an error here).
+pub fn move_pages_to(pid: u32, addresses: &[u64], to: u32) -> io::Result<usize> {
+    let mut there = 0;
+    move_pages(pid, addresses, Some(to), |status| {
+        there += status.iter().filter(|&&node| node == to as libc::c_int).count();
+    })?;
     Ok(there)
+}
+
+/// The node each page at `addresses` (page aligned) of process `pid` is
+/// on, `None` for one not mapped or not yet touched.
+pub fn nodes_of(pid: u32, addresses: &[u64]) -> io::Result<Vec<Option<u32>>> {
+    let mut nodes = Vec::with_capacity(addresses.len());
+    move_pages(pid, addresses, None, |status| {
+        nodes.extend(status.iter().map(|&node| u32::try_from(node).ok()));
+    })?;
+    Ok(nodes)
 }
 
 const MPOL_PREFERRED: libc::c_ulong = 1;
@@ -167,6 +187,25 @@ mod tests {
             there, 32,
             "every mapped page is on node 0, the unmapped one is not counted"
         );
+        drop(buffer);
+    }
+
+    #[test]
+    fn the_node_of_each_touched_page_is_read_and_an_unmapped_one_has_none() {
+        let page = 4096usize;
+        let buffer: Vec<u8> = vec![1; 20 * page];
+        let first = (buffer.as_ptr() as usize).next_multiple_of(page);
+        let mut addresses: Vec<u64> = (0..16).map(|i| (first + i * page) as u64).collect();
+        addresses.push(0);
+        let nodes = nodes_of(std::process::id(), &addresses).expect("move_pages query");
+        assert_eq!(nodes.len(), 17);
+        // Every machine has a node 0; pages of a one-node machine are there.
+        let single = std::fs::read_to_string("/sys/devices/system/node/online").map(|s| s.trim() == "0");
+        assert!(nodes[..16].iter().all(Option::is_some), "{nodes:?}");
+        if single.unwrap_or(false) {
+            assert!(nodes[..16].iter().all(|&n| n == Some(0)), "{nodes:?}");
+        }
+        assert_eq!(nodes[16], None, "nothing is mapped at address 0");
         drop(buffer);
     }
 

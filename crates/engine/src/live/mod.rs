@@ -50,7 +50,7 @@ pub use limits::OpenFiles;
 pub mod restore {
     pub use super::journal::{restore, watch};
 }
-pub use memory::{current_thread_stack, move_pages_to};
+pub use memory::{current_thread_stack, move_pages_to, nodes_of};
 pub use pages::{FAULT_RING_BYTES, FaultPages, fault_recording_supported};
 pub use priority::ManagerScheduling;
 pub use probe::{CpuSamples, instructions_supported, resolve_metric, sampling_supported};
@@ -241,6 +241,10 @@ pub struct LiveProcess {
     progress: Option<f64>,
     /// The share of its sampled CPU time in waiting code, last period.
     waiting: Option<f64>,
+    /// The share of the threads' sampled first-touched pages on another
+    /// node than the one each ran on last, over the last period, weighted
+    /// by run time ([`Target::remote`]).
+    remote: Option<f64>,
     /// The share of its threads' runnable time queued for a CPU while the
     /// program had fewer than `all_cpus` CPUs' worth of time, last period.
     queued: Option<f64>,
@@ -283,6 +287,8 @@ struct BubbleChannel {
 struct ThreadMemory {
     /// OS index of each layout node's memory.
     nodes: Vec<u32>,
+    /// The CPUs of each layout node, aligned with `nodes`.
+    node_cpus: Vec<CpuSet>,
     /// Page faults could not be recorded, or pages not moved: no more
     /// tries (said once).
     off: bool,
@@ -416,6 +422,7 @@ impl LiveProcess {
             beating: HashSet::new(),
             progress: None,
             waiting: None,
+            remote: None,
             queued: None,
             others: others::OthersWatch::new(CpuSet::new()),
             others_share: None,
@@ -521,10 +528,14 @@ impl LiveProcess {
 
     /// Makes each thread's memory follow it ([`Target::move_thread_memory`]):
     /// its page faults are recorded from when it is first seen, and its
-    /// pages moved on request. Layout node `i` is OS memory node `nodes[i]`.
-    pub fn with_thread_memory(mut self, nodes: Vec<u32>) -> Self {
+    /// pages moved on request. Layout node `i`, CPUs `node_cpus[i]`, is OS
+    /// memory node `nodes[i]`. On two memory nodes or more, each period also
+    /// reads where a few of each thread's pages are
+    /// ([`Target::remote`]).
+    pub fn with_thread_memory(mut self, nodes: Vec<u32>, node_cpus: Vec<CpuSet>) -> Self {
         self.thread_memory = Some(ThreadMemory {
             nodes,
+            node_cpus,
             off: false,
             missed_said: false,
             pages_moved: 0,
@@ -962,6 +973,18 @@ impl LiveProcess {
             };
             measured.ran_ns += ran_ns;
             let tid = thread.who.tid;
+            if let (Some(memory), Some(faults)) = (
+                self.thread_memory
+                    .as_ref()
+                    .filter(|m| !m.off && m.nodes.iter().any(|&n| n != m.nodes[0])),
+                thread.faults.as_mut(),
+            ) && ran_ns > 0
+                && (u64::from(tid) + fault_period).is_multiple_of(REMOTE_EVERY)
+                && let Some(share) = remote_share(memory, faults, pid, tid)
+            {
+                measured.remote_ns += ran_ns as f64 * share;
+                measured.remote_weight_ns += ran_ns as f64;
+            }
             self.others
                 .ran_on(&thread.expected, ran_ns as f64 / 1e9, || last_cpu_of(pid, tid));
             if let Some(faults) = thread.faults.as_mut() {
@@ -1140,6 +1163,39 @@ struct Measured {
     io_rates: Vec<(usize, f64)>,
     /// A thread's page faults were not all recorded.
     faults_missed: bool,
+    /// Nanoseconds run by threads whose pages' nodes were read, and those
+    /// weighted by the share of the pages on another node than theirs.
+    remote_weight_ns: f64,
+    remote_ns: f64,
+}
+
+/// Pages of each thread whose nodes are read at its turn (one
+/// move_pages(2) call that moves nothing).
+const REMOTE_PAGES: usize = 16;
+
+/// A thread's pages' nodes are read every this many periods, the threads'
+/// turns staggered: about 12 us a thread each time, 64 threads at 20
+/// periods a second 0.4% of a core (1.5% every period;
+/// `examples/remote_share_cost.rs`). Each period's share is that of the
+/// threads read in it, where they ran then.
+const REMOTE_EVERY: u64 = 4;
+
+/// The share of [`REMOTE_PAGES`] of the thread's recorded pages, spread
+/// over them, that are on another memory node than the node of the CPU it
+/// ran on last; `None` where that cannot be told (no page recorded or
+/// mapped, a CPU outside the layout, a refused query).
+fn remote_share(memory: &ThreadMemory, faults: &mut pages::FaultPages, pid: u32, tid: u32) -> Option<f64> {
+    let addresses = faults.spread(REMOTE_PAGES);
+    if addresses.is_empty() {
+        return None;
+    }
+    let cpu = last_cpu_of(pid, tid)?;
+    let here = memory.node_cpus.iter().position(|cpus| cpus.contains(cpu))?;
+    let here = *memory.nodes.get(here)?;
+    let nodes = memory::nodes_of(pid, &addresses).ok()?;
+    let known = nodes.iter().flatten().count();
+    let away = nodes.iter().flatten().filter(|&&node| node != here).count();
+    (known > 0).then(|| away as f64 / known as f64)
 }
 
 impl Target for LiveProcess {
@@ -1183,6 +1239,7 @@ impl Target for LiveProcess {
             Some(measured.useful_ns / (period_s * 1e9))
         };
         self.waiting = (measured.sampled_ns > 0.0).then(|| measured.sampled_waiting_ns / measured.sampled_ns);
+        self.remote = (measured.remote_weight_ns > 0.0).then(|| measured.remote_ns / measured.remote_weight_ns);
         self.queued = crate::target::queued_share(
             measured.ran_ns as f64 / 1e9,
             measured.waited_ns as f64 / 1e9,
@@ -1199,6 +1256,10 @@ impl Target for LiveProcess {
 
     fn waiting(&self) -> Option<f64> {
         self.waiting
+    }
+
+    fn remote(&self) -> Option<f64> {
+        self.remote
     }
 
     fn queued(&self) -> Option<f64> {

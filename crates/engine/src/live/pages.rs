@@ -240,6 +240,30 @@ impl FaultPages {
             .collect()
     }
 
+    /// The start addresses of at most `most` of the pages recorded, spread
+    /// evenly over them (all where there are fewer), in order.
+    pub fn spread(&mut self, most: usize) -> Vec<u64> {
+        self.drain();
+        self.compact();
+        let total = self.ranges.iter().map(|(start, end)| end - start).sum::<u64>();
+        let wanted = (most as u64).min(total);
+        let mut picked = Vec::with_capacity(wanted as usize);
+        let (mut range, mut before) = (0, 0);
+        for i in 0..wanted {
+            // The page at this rank among all recorded.
+            let rank = i * total / wanted;
+            while let Some(&(start, end)) = self.ranges.get(range) {
+                if rank < before + (end - start) {
+                    picked.push((start + rank - before) << self.page_shift);
+                    break;
+                }
+                before += end - start;
+                range += 1;
+            }
+        }
+        picked
+    }
+
     /// Pages recorded.
     #[cfg(test)]
     fn pages(&mut self) -> u64 {
@@ -362,5 +386,19 @@ mod tests {
         faults.compact();
         assert_eq!(faults.ranges, vec![(5, 8), (10, 14), (20, 21)]);
         assert_eq!(faults.pages, 8);
+    }
+
+    #[test]
+    fn a_spread_picks_pages_evenly_over_the_ranges() {
+        let mut faults = FaultPages::open(crate::live::current_tid(), FAULT_RING_BYTES).expect("page-fault sampling");
+        faults.set_open(false).expect("close");
+        for page in (100..108).chain(200..208) {
+            faults.add(page);
+        }
+        let shift = faults.page_shift;
+        let pages = |addresses: Vec<u64>| addresses.into_iter().map(|a| a >> shift).collect::<Vec<_>>();
+        assert_eq!(pages(faults.spread(4)), vec![100, 104, 200, 204]);
+        assert_eq!(pages(faults.spread(100)).len(), 16, "all where fewer than asked");
+        assert_eq!(pages(faults.spread(0)), Vec::<u64>::new());
     }
 }
