@@ -79,6 +79,42 @@ pub struct EndedThreads {
 /// counted in [`EndedThreads`].
 pub const ENDED_LISTED: usize = 64;
 
+/// Sums of the share of the threads' memory away from them, and the
+/// periods that measured it ([`Engine::remote_share`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct RemoteSums {
+    all: (f64, u64),
+    os: (f64, u64),
+    learn: (f64, u64),
+}
+
+impl RemoteSums {
+    fn add(&mut self, share: f64, placed_by: Option<Arm>) {
+        let add = |sums: &mut (f64, u64)| {
+            sums.0 += share;
+            sums.1 += 1;
+        };
+        add(&mut self.all);
+        match placed_by {
+            Some(Arm::Os) => add(&mut self.os),
+            Some(Arm::Learn) => add(&mut self.learn),
+            None => {}
+        }
+    }
+}
+
+/// The share of the threads' memory on other NUMA nodes than the ones they
+/// ran on, the mean over the periods that measured it: all of them, and
+/// those placed by each arm of the guard (`None` where it placed none).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RemoteShare {
+    pub mean: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learn: Option<f64>,
+}
+
 /// How long a thread was allowed a CPU list.
 #[derive(Clone, Debug, Serialize)]
 pub struct PlaceShare {
@@ -180,6 +216,13 @@ pub struct Engine {
     /// one, and how many had.
     others_sum: f64,
     others_periods: u64,
+    /// The target's `remote` summed over the periods that had one, and
+    /// how many had: all of them, and those the guard's Linux and learner
+    /// arms placed (`placed_by`).
+    remote: RemoteSums,
+    /// The guard's arm that placed the period being measured (the arm of
+    /// the last decision).
+    placed_by: Option<Arm>,
     /// `--bubbles` rules and each live thread's bubble: (bubble, periods
     /// classified, so a name that settles late is matched again, thread
     /// id, process id).
@@ -249,6 +292,8 @@ impl Engine {
             thread_memory_moves: 0,
             others_sum: 0.0,
             others_periods: 0,
+            remote: RemoteSums::default(),
+            placed_by: None,
             bubbles: None,
             bubble_of_key: BTreeMap::new(),
             bubble_of: Vec::new(),
@@ -356,6 +401,18 @@ impl Engine {
         (self.others_periods > 0).then(|| self.others_sum / self.others_periods as f64)
     }
 
+    /// The mean over the periods of the share of the threads' memory on
+    /// other nodes than the ones they ran on (`Target::remote`), overall and
+    /// in the periods each arm of the guard placed, where the target told.
+    pub fn remote_share(&self) -> Option<RemoteShare> {
+        let mean = |(sum, periods): (f64, u64)| (periods > 0).then(|| sum / periods as f64);
+        Some(RemoteShare {
+            mean: mean(self.remote.all)?,
+            os: mean(self.remote.os),
+            learn: mean(self.remote.learn),
+        })
+    }
+
     /// What the policy's do-no-harm guard did, if it has one.
     pub fn guard_stats(&self) -> Option<pinlearn_policy::GuardStats> {
         self.policy.guard_stats()
@@ -432,8 +489,12 @@ impl Engine {
             None
         };
         let remote = input.remote;
+        if let Some(share) = remote.filter(|s| (0.0..=1.0).contains(s)) {
+            self.remote.add(share, self.placed_by);
+        }
         let decision = self.policy.decide(&input);
         let guard_arm = self.policy.guard_arm();
+        self.placed_by = guard_arm;
         let linux_s_window = guard_arm == Some(Arm::Os);
         let arm = match guard_arm {
             Some(Arm::Os) => "os",
@@ -1242,6 +1303,68 @@ mod tests {
         // Both threads' rows of a period carry the program's progress: the
         // sum of their speeds.
         assert!(rows.iter().all(|r| r[progress] == *"0.750000"), "{rows:?}");
+    }
+
+    /// A target whose threads' memory is 40% away while they are on the
+    /// whole machine (Linux places them) and all local once pinned.
+    struct MemoryTarget {
+        inner: FakeTarget,
+        pinned: bool,
+    }
+
+    impl Target for MemoryTarget {
+        fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
+            self.inner.observe(samples)
+        }
+        fn place(&mut self, key: ThreadKey, place: usize, cpus: &CpuSet) -> Result<bool, EngineError> {
+            self.pinned = place != places().layout.whole();
+            self.inner.place(key, place, cpus)
+        }
+        fn initial_place(&self, key: ThreadKey) -> Option<usize> {
+            self.inner.initial_place(key)
+        }
+        fn info(&self, key: ThreadKey) -> ThreadInfo {
+            self.inner.info(key)
+        }
+        fn remote(&self) -> Option<f64> {
+            Some(if self.pinned { 0.0 } else { 0.4 })
+        }
+    }
+
+    #[test]
+    fn the_memory_away_from_the_threads_is_summed_per_arm_of_the_guard() {
+        use pinlearn_policy::{Arm, GuardConfig, LearnConfig, LearnPolicy};
+        // Linux's window of 3 periods, then the learner's probe of 3.
+        let cfg = LearnConfig {
+            guard: GuardConfig {
+                window: 3,
+                assumed_loss: 0.0,
+                first: Arm::Os,
+                ..GuardConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        let places = places();
+        let policy = LearnPolicy::new(places.layout.clone(), cfg, 1);
+        let mut engine = Engine::new(Box::new(policy), places, 1, None);
+        let mut target = MemoryTarget {
+            inner: FakeTarget::with(vec![(7, Some(0.5)), (9, Some(0.25))]),
+            pinned: false,
+        };
+        for k in 0..7 {
+            engine.step(&mut target, k as f64 * 0.05).unwrap();
+        }
+        // Periods 1-3 measured what Linux placed, 4-6 the learner's pins;
+        // period 0 was placed by nobody yet.
+        let remote = engine.remote_share().expect("the target told");
+        assert!(remote.os.is_some_and(|os| (os - 0.4).abs() < 1e-12), "{remote:?}");
+        assert_eq!(remote.learn, Some(0.0), "{remote:?}");
+        assert!((remote.mean - 0.4 * 4.0 / 7.0).abs() < 1e-12, "{remote:?}");
+        // A target that cannot tell: nothing.
+        let places = super::tests::places();
+        let mut engine = Engine::new(Box::new(OsPolicy::new(places.layout.clone())), places, 1, None);
+        engine.step(&mut FakeTarget::with(vec![(7, Some(0.5))]), 0.0).unwrap();
+        assert_eq!(engine.remote_share(), None);
     }
 
     #[test]

@@ -37,7 +37,7 @@ mod trace;
 
 pub use config::{ManagerPriority, MemoryFollows, Metric, PolicyChoice, Settings, format_duration, parse_duration};
 pub use declared::{BubbleApi, BubbleId, DeclaredBubbles};
-pub use engine::{Engine, PlaceShare, ThreadSummary};
+pub use engine::{Engine, PlaceShare, RemoteShare, ThreadSummary};
 pub use error::EngineError;
 pub use inprocess::{Manager, Registrar, Registration};
 pub use places::Places;

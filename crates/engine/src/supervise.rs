@@ -70,6 +70,11 @@ pub struct Summary {
     /// over the periods (`None` where it cannot be told).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub others_share: Option<f64>,
+    /// The share of the threads' memory on other NUMA nodes than the ones
+    /// they ran on, the mean over the periods, overall and per arm of the
+    /// guard (`None` where it cannot be told: one memory node).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_share: Option<crate::RemoteShare>,
     /// CPU time of the manager itself (user + system).
     pub manager_cpu_s: f64,
     /// Manager CPU time as a share of one core over the run, in percent.
@@ -136,6 +141,20 @@ impl Summary {
                 "other programs ran {:.0}% of these CPUs' time (mean of the periods)\n",
                 100.0 * share
             );
+        }
+        if let Some(remote) = self.remote_share {
+            out += &format!(
+                "threads' memory on other nodes than theirs: {:.0}% (mean of the periods)",
+                100.0 * remote.mean
+            );
+            if let (Some(os), Some(learn)) = (remote.os, remote.learn) {
+                out += &format!(
+                    "; {:.0}% in the OS's periods, {:.0}% in the learner's",
+                    100.0 * os,
+                    100.0 * learn
+                );
+            }
+            out += "\n";
         }
         if let Some(guard) = &self.guard {
             out += &format!(
@@ -437,6 +456,7 @@ pub(crate) fn summary(session: &Session, engine: &Engine, driven: &Driven, cpu: 
         memory_moves: engine.memory_moves(),
         thread_memory_moves: engine.thread_memory_moves(),
         others_share: engine.others_share(),
+        remote_share: engine.remote_share(),
         manager_cpu_s: cpu.as_secs_f64(),
         manager_cpu_pct: 100.0 * cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9),
         manager_max_rss_kib: max_rss_kib(),

@@ -84,6 +84,15 @@ pub struct ModelRecord {
     pub balancer_moves: u64,
     /// Threads whose memory moved to another node (NUMA balancing, memory binding).
     pub memory_moves: u64,
+    /// The share of the threads' memory accesses to other nodes than their
+    /// cores', the mean over the periods (more than one node), and in the
+    /// periods the guard's Linux and learner arms placed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_share: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_share_os: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_share_learn: Option<f64>,
 }
 
 /// The runs of one (workload, scenario, scheduler).

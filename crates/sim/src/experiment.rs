@@ -400,6 +400,9 @@ impl Experiment {
                 node_migrations: totals.node_migrations,
                 balancer_moves: totals.balancer_moves,
                 memory_moves: totals.memory_moves,
+                remote_share: engine.remote_share().map(|r| r.mean),
+                remote_share_os: engine.remote_share().and_then(|r| r.os),
+                remote_share_learn: engine.remote_share().and_then(|r| r.learn),
             }),
         };
         Ok(RunResult { record, series })
