@@ -375,22 +375,32 @@ fn spinning_threads_beside_a_load_in_their_group_double_up_where_it_leaves_the_c
 
 #[test]
 fn where_linux_leaves_threads_away_from_their_memory_a_tie_in_run_time_goes_to_the_learner() {
-    // Blocking barriers, four threads a core on ten cores of four nodes of
-    // eight (A.1, no load): Linux keeps every core busy by moving threads
-    // across nodes, away from the memory they first touched, so their run
-    // time matches the pin's while their work is slower (Linux 71.7 s, the
-    // pin 59.5). The learner's windows tie Linux's on run time; its
-    // threads' memory follows them, Linux's stays behind (`remote`): the
-    // tie goes to the learner, and Linux's probes back off.
+    // Four threads a core on ten cores of four nodes of eight (A.1, no
+    // load): Linux keeps every core busy by moving threads across nodes,
+    // away from the memory they first touched, so their run time matches
+    // the pin's while their work is slower. Blocking barriers: Linux 71.9 s,
+    // the learner 61.1 (it starts the threads on their memory's nodes where
+    // it can, `swap_toward_homes`; 63.9 before that and the tie rule). Threads
+    // that spin 200 us before they sleep: the learner's windows tie Linux's
+    // on run time, its threads' memory follows them and Linux's stays
+    // behind (`remote`): the tie goes to the learner, and Linux's probes
+    // back off (107.5 s; 115.2 without, `remote_gap = 1`; Linux 126.5).
     let mut experiment = papers_machine(WorkloadKind::Barrier, LoadSession::Own);
     experiment.topology = Topology::from_synthetic("node:4 core:8 pu:1").unwrap();
     let os = completion(&experiment, "A.1", PolicyChoice::Os);
     let learn = completion(&experiment, "A.1", PolicyChoice::Learn);
-    let mut blind = experiment.clone();
+    assert!(learn <= 0.87 * os, "blocking: learn {learn:.1} s, os {os:.1} s");
+    let mut spinning = experiment.clone();
+    spinning.workload.kind = WorkloadKind::BarrierSpin;
+    spinning.workload.spin_s = Some(200e-6);
+    spinning.workload.grain_s = Some(0.2e-3);
+    let os = completion(&spinning, "A.1", PolicyChoice::Os);
+    let learn = completion(&spinning, "A.1", PolicyChoice::Learn);
+    let mut blind = spinning.clone();
     blind.settings.learn.guard.remote_gap = 1.0;
     let without = completion(&blind, "A.1", PolicyChoice::Learn);
     assert!(
-        learn <= 0.87 * os && learn <= 0.97 * without,
-        "learn {learn:.1} s (ties not given by memory: {without:.1} s), os {os:.1} s"
+        learn <= 0.87 * os && learn <= 0.95 * without,
+        "spinning: learn {learn:.1} s (ties not given by memory: {without:.1} s), os {os:.1} s"
     );
 }
