@@ -1305,25 +1305,45 @@ fn crowded_nodes(linux_node: &[Option<usize>], awake: &[bool], cores: &[usize], 
 /// where their memory is, each node keeping as many threads, awake and
 /// asleep: a thread away from its home trades places with one on that node
 /// that is away from its own (best, one whose home is the first's node),
-/// in the same state. No thread ends farther from its memory.
+/// in the same state. No thread ends farther from its memory. One pass over
+/// the threads (a partner met before it may be left away; passes until
+/// nothing trades changed no cell of 4x8 `barrier` A.1, A.3, C.1 in the
+/// simulator), each looking only at the threads away on one node.
 fn swap_toward_homes(node: &mut [Option<usize>], home: &[Option<usize>], asleep: &[bool]) {
-    let away = |node: &[Option<usize>], i: usize| matches!((node[i], home[i]), (Some(n), Some(h)) if n != h);
-    for a in 0..node.len() {
-        if !away(node, a) {
-            continue;
+    use std::collections::BTreeSet;
+    let nodes = node.iter().chain(home).flatten().max().map_or(0, |&n| n + 1);
+    // The threads away from their memory on each node, by state, in order.
+    let mut away: Vec<[BTreeSet<usize>; 2]> = vec![[BTreeSet::new(), BTreeSet::new()]; nodes];
+    for (index, (&on, &home)) in node.iter().zip(home).enumerate() {
+        if let (Some(on), Some(home)) = (on, home)
+            && on != home
+        {
+            away[on][usize::from(asleep[index])].insert(index);
         }
+    }
+    for a in 0..node.len() {
         let (Some(from), Some(to)) = (node[a], home[a]) else {
             continue;
         };
-        let partners =
-            (0..node.len()).filter(|&b| b != a && node[b] == Some(to) && asleep[b] == asleep[a] && away(node, b));
-        let best = partners
-            .clone()
+        if from == to {
+            continue;
+        }
+        let state = usize::from(asleep[a]);
+        let there = &away[to][state];
+        let Some(b) = there
+            .iter()
+            .copied()
             .find(|&b| home[b] == Some(from))
-            .or_else(|| partners.clone().next());
-        if let Some(b) = best {
-            node[a] = Some(to);
-            node[b] = Some(from);
+            .or_else(|| there.first().copied())
+        else {
+            continue;
+        };
+        away[to][state].remove(&b);
+        away[from][state].remove(&a);
+        node[a] = Some(to);
+        node[b] = Some(from);
+        if home[b] != Some(from) {
+            away[from][state].insert(b);
         }
     }
 }
