@@ -87,14 +87,17 @@ fn a_rules_file_puts_each_bubble_of_heat_threads_on_a_node_of_its_own() {
         "--threads",
         "4",
         "--steps",
-        "200",
+        "600",
         "--no-heartbeats",
         "--quiet",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
-    // From the third period on (names settle, then the spread), every heat
-    // thread sits on its bubble's node, and the two bubbles on different ones.
+    // Once every heat thread is in its bubble and the young threads have
+    // settled (names settle, the bubble joined, then SETTLING_PERIODS in
+    // which a young bubble is placed afresh: on a busy machine the threads
+    // name themselves a period or two late), every heat thread sits on its
+    // bubble's node, and the two bubbles on different ones.
     let mut reader = csv::Reader::from_path(&trace).expect("trace");
     let header = reader.headers().unwrap().clone();
     let col = |name: &str| {
@@ -104,10 +107,24 @@ fn a_rules_file_puts_each_bubble_of_heat_threads_on_a_node_of_its_own() {
             .unwrap_or_else(|| panic!("no {name}"))
     };
     let (period, name, place, bubble) = (col("period"), col("name"), col("place"), col("bubble"));
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+    let all_in = rows
+        .iter()
+        .filter(|row| row[name].starts_with("heat-") && !row[bubble].is_empty())
+        .map(|row| row[period].parse::<u64>().unwrap())
+        .fold(std::collections::BTreeMap::<u64, usize>::new(), |mut count, period| {
+            *count.entry(period).or_default() += 1;
+            count
+        })
+        .into_iter()
+        .find(|&(_, threads)| threads == 4)
+        .map(|(period, _)| period)
+        .expect("all four heat threads in their bubbles");
+    let settled = all_in + u64::from(pinlearn_policy::SETTLING_PERIODS);
     let mut seen = 0;
-    for row in reader.records().map(|r| r.unwrap()) {
+    for row in &rows {
         let thread = &row[name];
-        if !thread.starts_with("heat-") || row[period].parse::<u64>().unwrap() < 3 {
+        if !thread.starts_with("heat-") || row[period].parse::<u64>().unwrap() < settled {
             continue;
         }
         let expected_bubble = if matches!(thread, "heat-0" | "heat-1") {
@@ -128,7 +145,7 @@ fn a_rules_file_puts_each_bubble_of_heat_threads_on_a_node_of_its_own() {
         reader
             .records()
             .map(|r| r.unwrap())
-            .filter(|r| names.contains(&&r[name]) && r[period].parse::<u64>().unwrap() >= 3)
+            .filter(|r| names.contains(&&r[name]) && r[period].parse::<u64>().unwrap() >= settled)
             .map(|r| r[place].to_string())
             .collect()
     };
