@@ -1260,12 +1260,11 @@ mod tests {
         assert!(rows[1].ends_with(",,,,0.500000,,"), "{}", rows[1]);
     }
 
-    #[test]
-    fn the_trace_says_which_arm_of_the_guard_places_each_period() {
-        use pinlearn_policy::{Arm, GuardConfig, LearnConfig, LearnPolicy};
-        // Linux first, the learner probed after Linux's first window:
-        // windows of 3 periods.
-        let cfg = LearnConfig {
+    /// The learner behind a guard with Linux first and windows of 3
+    /// periods, its first probe right after Linux's first window.
+    fn linux_first_in_windows_of_3() -> pinlearn_policy::LearnConfig {
+        use pinlearn_policy::{Arm, GuardConfig, LearnConfig};
+        LearnConfig {
             guard: GuardConfig {
                 window: 3,
                 assumed_loss: 0.0,
@@ -1273,7 +1272,15 @@ mod tests {
                 ..GuardConfig::default()
             },
             ..LearnConfig::default()
-        };
+        }
+    }
+
+    #[test]
+    fn the_trace_says_which_arm_of_the_guard_places_each_period() {
+        use pinlearn_policy::LearnPolicy;
+        // Linux first, the learner probed after Linux's first window:
+        // windows of 3 periods.
+        let cfg = linux_first_in_windows_of_3();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.csv");
         let places = places();
@@ -1333,17 +1340,9 @@ mod tests {
 
     #[test]
     fn the_memory_away_from_the_threads_is_summed_per_arm_of_the_guard() {
-        use pinlearn_policy::{Arm, GuardConfig, LearnConfig, LearnPolicy};
+        use pinlearn_policy::LearnPolicy;
         // Linux's window of 3 periods, then the learner's probe of 3.
-        let cfg = LearnConfig {
-            guard: GuardConfig {
-                window: 3,
-                assumed_loss: 0.0,
-                first: Arm::Os,
-                ..GuardConfig::default()
-            },
-            ..LearnConfig::default()
-        };
+        let cfg = linux_first_in_windows_of_3();
         let places = places();
         let policy = LearnPolicy::new(places.layout.clone(), cfg, 1);
         let mut engine = Engine::new(Box::new(policy), places, 1, None);

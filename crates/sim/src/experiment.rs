@@ -361,6 +361,7 @@ impl Experiment {
         let completion_s = machine.completion();
         let elapsed = completion_s.unwrap_or(machine.now());
         let totals = machine.totals().clone();
+        let remote = engine.remote_share();
         let record = RunRecord {
             workload: self.workload.kind.to_string(),
             scenario: prepared.scenario.to_string(),
@@ -400,9 +401,9 @@ impl Experiment {
                 node_migrations: totals.node_migrations,
                 balancer_moves: totals.balancer_moves,
                 memory_moves: totals.memory_moves,
-                remote_share: engine.remote_share().map(|r| r.mean),
-                remote_share_os: engine.remote_share().and_then(|r| r.os),
-                remote_share_learn: engine.remote_share().and_then(|r| r.learn),
+                remote_share: remote.map(|r| r.mean),
+                remote_share_os: remote.and_then(|r| r.os),
+                remote_share_learn: remote.and_then(|r| r.learn),
             }),
         };
         Ok(RunResult { record, series })
