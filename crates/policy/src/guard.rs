@@ -279,7 +279,7 @@ impl Default for GuardConfig {
             forecast_halflife: 0,
             forecast_ages: ForecastAges::WhileLinuxBlind,
             blind_retry_after: 4,
-            remote_gap: 0.1,
+            remote_gap: 0.05,
         }
     }
 }
@@ -1413,7 +1413,7 @@ mod tests {
         let os_share = |arms: &[Arm]| arms.iter().filter(|&&a| a == Arm::Os).count() as f64 / arms.len() as f64;
         // Nothing known of memory, or Linux's threads as near it as the
         // learner's: a tie leaves Linux in charge, probed now and then.
-        for linux_remote in [None, Some(0.05)] {
+        for linux_remote in [None, Some(0.03)] {
             let (guard, arms) = tie_with_remote(linux_remote, 800);
             assert_eq!(guard.champion(), Arm::Os, "{linux_remote:?}");
             assert!(os_share(&arms) >= 0.5, "{linux_remote:?}: {}", os_share(&arms));

@@ -379,17 +379,20 @@ fn where_linux_leaves_threads_away_from_their_memory_a_tie_in_run_time_goes_to_t
     // load): Linux keeps every core busy by moving threads across nodes,
     // away from the memory they first touched, so their run time matches
     // the pin's while their work is slower. Blocking barriers: Linux 71.9 s,
-    // the learner 61.1 (it starts the threads on their memory's nodes where
-    // it can, `swap_toward_homes`; 63.9 before that and the tie rule). Threads
-    // that spin 200 us before they sleep: the learner's windows tie Linux's
-    // on run time, its threads' memory follows them and Linux's stays
-    // behind (`remote`): the tie goes to the learner, and Linux's probes
-    // back off (107.5 s; 115.2 without, `remote_gap = 1`; Linux 126.5).
+    // the learner 60.1 (it starts the threads on their memory's nodes where
+    // it can, `swap_toward_homes`; 63.9 before that and the tie rule; 61.1
+    // with ties given from 0.1 more memory away, not 0.05: Linux's windows
+    // left 0.08 of it away, the learner's 0.01). Threads that spin 200 us
+    // before they sleep: the learner's windows tie Linux's on run time, its
+    // threads' memory follows them and Linux's stays behind (`remote`): the
+    // tie goes to the learner, and Linux's probes back off (104.5 s; 115.2
+    // without, `remote_gap = 1`; Linux 126.5). The target where
+    // Linux is blind: 15% faster than it.
     let mut experiment = papers_machine(WorkloadKind::Barrier, LoadSession::Own);
     experiment.topology = Topology::from_synthetic("node:4 core:8 pu:1").unwrap();
     let os = completion(&experiment, "A.1", PolicyChoice::Os);
     let learn = completion(&experiment, "A.1", PolicyChoice::Learn);
-    assert!(learn <= 0.87 * os, "blocking: learn {learn:.1} s, os {os:.1} s");
+    assert!(learn <= 0.85 * os, "blocking: learn {learn:.1} s, os {os:.1} s");
     let mut spinning = experiment.clone();
     spinning.workload.kind = WorkloadKind::BarrierSpin;
     spinning.workload.spin_s = Some(200e-6);
@@ -400,7 +403,7 @@ fn where_linux_leaves_threads_away_from_their_memory_a_tie_in_run_time_goes_to_t
     blind.settings.learn.guard.remote_gap = 1.0;
     let without = completion(&blind, "A.1", PolicyChoice::Learn);
     assert!(
-        learn <= 0.87 * os && learn <= 0.95 * without,
+        learn <= 0.85 * os && learn <= 0.95 * without,
         "spinning: learn {learn:.1} s (ties not given by memory: {without:.1} s), os {os:.1} s"
     );
 }
