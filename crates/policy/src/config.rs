@@ -158,7 +158,7 @@ impl LearnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let open_closed = |v: f64| v > 0.0 && v <= 1.0;
         let closed = |v: f64| (0.0..=1.0).contains(&v);
-        let checks: [(&'static str, f64, bool, &'static str); 26] = [
+        let checks: [(&'static str, f64, bool, &'static str); 27] = [
             (
                 "crowd.margin",
                 self.crowd.margin,
@@ -176,6 +176,12 @@ impl LearnConfig {
                 self.crowd.wake_share,
                 closed(self.crowd.wake_share),
                 "in [0, 1]",
+            ),
+            (
+                "crowd.catch_up_s",
+                self.crowd.catch_up_s,
+                self.crowd.catch_up_s >= 0.0 && self.crowd.catch_up_s.is_finite(),
+                "a finite number of seconds >= 0",
             ),
             ("pla.step", self.pla.step, open_closed(self.pla.step), "in (0, 1]"),
             (

@@ -116,6 +116,11 @@ pub struct CrowdConfig {
     /// gains by `margin` of a core more than it loses where the thread
     /// leaves; off: only the selfish moves.
     pub pooled_moves: bool,
+    /// Where the threads pool their work and never sleep, two threads
+    /// trade places when one has run this many CPU-seconds more than the
+    /// other, measured against their siblings' mean, and holds a place
+    /// where it runs faster (`learn.rs`, catch-up trades); 0 turns them off.
+    pub catch_up_s: f64,
 }
 
 impl Default for CrowdConfig {
@@ -126,9 +131,13 @@ impl Default for CrowdConfig {
             wake_share: WAKE_SHARE,
             across_nodes: true,
             pooled_moves: true,
+            catch_up_s: CATCH_UP_S,
         }
     }
 }
+
+/// The default of [`CrowdConfig::catch_up_s`].
+pub const CATCH_UP_S: f64 = 1.0;
 
 /// What one thread brings to a period's moves.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -59,7 +59,12 @@
 //!            none there: passing_remote_cost);
 //!            where the threads pool their work (Pooling: what each works
 //!            follows its run share, over spans of the learner's own
-//!            periods), also where the program gains though the thread loses
+//!            periods), also where the program gains though the thread loses;
+//!            then catch-up trades among those that never sleep and did not
+//!            move: furthest behind their siblings' mean run time (summed
+//!            over every period, Linux's too) with furthest ahead, while
+//!            `catch_up_s` apart and the place ahead is faster by `margin`
+//!            (across nodes only toward the threads' memory)
 //!          moves = "drawn": place_i = fresh ? pla.current() : pla.choose(rng)
 //!            (cores only while the guard finds Linux blind: its last
 //!            window lost to the learner's by more than `decisive`)
@@ -96,7 +101,7 @@ use crate::guard::{Arm, Guard, GuardStats, HandBack, Signs};
 use crate::layout::Layout;
 use crate::objective::{Objective, sanitise_speed};
 use crate::pla::Pla;
-use crate::{Decision, PeriodInput, Policy, ThreadKey};
+use crate::{Decision, PeriodInput, Policy, ThreadKey, ThreadSample};
 
 /// Weight of the latest period in the moving average of the waiting share
 /// (a time constant of 20 periods, a second at the default 50 ms): a
@@ -153,6 +158,8 @@ pub struct LearnPolicy {
     /// When the crowd forgets the load of a core the threads do not hold
     /// (crowd moves): the guard's wait for a new placement ends then.
     forgets_at: Option<f64>,
+    /// When the last period ended: how long the one ending now lasted.
+    last_time_s: Option<f64>,
 }
 
 #[derive(Clone, Debug)]
@@ -180,6 +187,10 @@ struct LearnThread {
     /// Born where Linux placed it: the next period's input says where it
     /// runs ([`Policy::wants_cores`]), the node of its first touch.
     locate: bool,
+    /// CPU-seconds it ran more than the mean of its siblings that never
+    /// sleep, summed over the periods it was one of them (negative: behind);
+    /// catch-up trades even it out ([`LearnPolicy::catch_up_trades`]).
+    lead_s: f64,
 }
 
 impl LearnPolicy {
@@ -215,6 +226,7 @@ impl LearnPolicy {
             waiting_avg: None,
             seen_waiting: false,
             forgets_at: None,
+            last_time_s: None,
         }
     }
 
@@ -291,6 +303,7 @@ impl LearnPolicy {
             // arm; under Linux's, where it runs now says where its memory is.
             home_known: born_placed,
             locate: !born_placed,
+            lead_s: 0.0,
         }
     }
 
@@ -371,9 +384,11 @@ impl LearnPolicy {
                 // A new start, but the memory stays where it is, and
                 // what is known of its sleep.
                 let old = &self.threads[index];
-                let (home, home_known, locate, naps) = (old.numa.home, old.home_known, old.locate, old.naps);
+                let (home, home_known, locate, naps, lead_s) =
+                    (old.numa.home, old.home_known, old.locate, old.naps, old.lead_s);
                 self.threads[index] = self.assign_round_robin(key);
                 let thread = &mut self.threads[index];
+                thread.lead_s = lead_s;
                 thread.numa.home = home;
                 thread.home_known = home_known;
                 thread.locate = locate;
@@ -882,6 +897,11 @@ impl LearnPolicy {
                 input.time_s,
             )
         };
+        let place = if after_os {
+            place
+        } else {
+            self.catch_up_trades(input, place)
+        };
         for (index, &to) in place.iter().enumerate() {
             let node = self.node_of_core(to);
             if node != self.threads[index].numa.node {
@@ -899,6 +919,100 @@ impl LearnPolicy {
             thread.fresh = false;
             let taken = thread.pla.take(to);
             debug_assert!(taken, "a move inside the node is one of its automaton's places");
+        }
+        place
+    }
+
+    /// Whether the thread counts for catch-up: measured this period, awake,
+    /// and never asleep between rounds (no grain: it is always runnable, so
+    /// what it ran is what it progressed).
+    fn never_sleeps(thread: &LearnThread, sample: &ThreadSample) -> Option<f64> {
+        if thread.naps.asleep() || sample.grain_s.is_some() {
+            return None;
+        }
+        crate::crowd::usable(sample.share).map(|share| sample.worked.filter(|w| w.is_finite()).unwrap_or(share))
+    }
+
+    /// Adds the period to every never-sleeping thread's lead over its
+    /// siblings' mean (in Linux's windows too: what a thread fell behind
+    /// there, the learner's windows make up).
+    fn record_leads(&mut self, input: &PeriodInput<'_>) {
+        let span_s = self.last_time_s.map_or(0.0, |last| (input.time_s - last).max(0.0));
+        self.last_time_s = Some(input.time_s);
+        if span_s == 0.0 || self.cfg.crowd.catch_up_s == 0.0 {
+            return;
+        }
+        let ran: Vec<Option<f64>> = self
+            .threads
+            .iter()
+            .zip(input.threads)
+            .map(|(thread, sample)| Self::never_sleeps(thread, sample))
+            .collect();
+        let counted: Vec<f64> = ran.iter().flatten().copied().collect();
+        if counted.len() < 2 {
+            return;
+        }
+        let mean = counted.iter().sum::<f64>() / counted.len() as f64;
+        for (thread, ran) in self.threads.iter_mut().zip(&ran) {
+            if let Some(ran) = ran {
+                thread.lead_s += (ran - mean) * span_s;
+            }
+        }
+    }
+
+    /// Catch-up trades, after the crowd's moves, where the threads pool
+    /// their work: threads that never sleep and did not move trade places,
+    /// the one furthest behind with the one furthest ahead, and so on,
+    /// while the one ahead has run `catch_up_s` more and its place runs the
+    /// one behind `margin` faster. Each core keeps as many of the program's
+    /// threads, so the program gets as much CPU as before, but it is shared
+    /// out: where each thread has its own work (independent tasks of equal
+    /// size), the run ends when the last one does, and the crowd's
+    /// placement, which maximises the program's CPU, leaves some threads a
+    /// crowded core for good (sim, 2x14 program's session `independent` D:
+    /// ten threads alone on free cores ended at 50-55 s, thirty three to a
+    /// loaded core at 87-94 s). Across nodes only on a NUMA tick, where the
+    /// one behind gains more than the remote cost takes.
+    fn catch_up_trades(&mut self, input: &PeriodInput<'_>, mut place: Vec<usize>) -> Vec<usize> {
+        let gap_s = self.cfg.crowd.catch_up_s;
+        if gap_s == 0.0 || !self.crowd.pooled {
+            return place;
+        }
+        let mut still: Vec<(usize, f64)> = self
+            .threads
+            .iter()
+            .zip(input.threads)
+            .enumerate()
+            .filter(|(index, (thread, _))| !thread.fresh && place[*index] == thread.pla.current())
+            .filter_map(|(index, (thread, sample))| Some((index, Self::never_sleeps(thread, sample)?)))
+            .collect();
+        if still.len() < 2 {
+            return place;
+        }
+        still.sort_by(|a, b| self.threads[a.0].lead_s.total_cmp(&self.threads[b.0].lead_s));
+        let margin = self.cfg.crowd.margin;
+        let (mut behind, mut ahead) = (0, still.len() - 1);
+        while behind < ahead {
+            let (b, b_ran) = still[behind];
+            let (a, a_ran) = still[ahead];
+            if self.threads[a].lead_s - self.threads[b].lead_s < gap_s {
+                break;
+            }
+            // The place ahead must run the one behind faster; a pair that
+            // does not qualify is passed over on the side that fails.
+            let (node_a, node_b) = (self.node_of_core(place[a]), self.node_of_core(place[b]));
+            let away = |index: usize, node: usize| usize::from(self.threads[index].numa.home != node);
+            let crosses = node_a != node_b;
+            let farther = away(a, node_b) + away(b, node_a) > away(a, node_a) + away(b, node_b);
+            if !(crosses && farther) && a_ran > b_ran * (1.0 + margin) {
+                place.swap(a, b);
+                behind += 1;
+                ahead -= 1;
+            } else if a_ran <= b_ran * (1.0 + margin) {
+                ahead -= 1;
+            } else {
+                behind += 1;
+            }
         }
         place
     }
@@ -1090,6 +1204,7 @@ impl Policy for LearnPolicy {
             self.guard.learner_changed();
         }
         self.locate_new_threads(input);
+        self.record_leads(input);
         let arm = self.guard.next(input.progress_or_speed_sum(), Signs::of(input));
         // Cores asked for at the end of Linux's own window are its placement
         // to hand back; asked for to locate new threads, they are not.
@@ -2120,6 +2235,67 @@ mod tests {
             places = decision.place;
         }
         (moved, places)
+    }
+
+    /// Four threads that never sleep on three cores of one node, crowd
+    /// moves, no guard: each core shares itself equally among its threads.
+    /// A thread works its run share (`pooled`: the CPU time each works
+    /// follows its share, as independent tasks do) or a round per round
+    /// whatever its share (threads that meet at barriers). Returns each
+    /// thread's CPU-seconds after `periods` of 50 ms.
+    fn four_on_three(catch_up_s: f64, pooled: bool, periods: u64) -> Vec<f64> {
+        let cfg = LearnConfig {
+            moves: Moves::Crowd,
+            crowd: CrowdConfig {
+                catch_up_s,
+                ..CrowdConfig::default()
+            },
+            ..papers()
+        };
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 3), cfg, 5);
+        let keys = [1, 2, 3, 4];
+        let mut places: Vec<usize> = Vec::new();
+        let mut ran = vec![0.0; keys.len()];
+        for period in 0..periods {
+            let mut threads = crowded_samples(&keys, &places, |_, crowd| 1.0 / crowd);
+            for (thread, ran) in threads.iter_mut().zip(&mut ran) {
+                thread.worked = if pooled {
+                    thread.share
+                } else {
+                    thread.share.map(|_| 0.5)
+                };
+                *ran += thread.share.unwrap_or(0.0) * 0.05;
+            }
+            places = policy.decide(&input(period, &threads, false)).place;
+        }
+        ran
+    }
+
+    fn spread(ran: &[f64]) -> f64 {
+        ran.iter().copied().fold(f64::MIN, f64::max) - ran.iter().copied().fold(f64::MAX, f64::min)
+    }
+
+    #[test]
+    fn threads_that_pool_their_work_trade_places_until_each_has_run_as_much() {
+        // Two threads doubled up on one core are a Nash equilibrium of
+        // the crowd's game (a move gains nobody anything), so without
+        // trades they stay behind for good: 10 s apart after 20 s.
+        let held = four_on_three(0.0, true, 400);
+        assert!(spread(&held) > 8.0, "{held:?}");
+        // With trades the two behind take the free cores in turn: the
+        // program gets as much CPU (3 cores' worth) and no thread is left
+        // behind by more than about the trade's gap.
+        let traded = four_on_three(1.0, true, 400);
+        assert!(spread(&traded) < 1.5, "{traded:?}");
+        let total = |ran: &[f64]| ran.iter().sum::<f64>();
+        assert!(total(&traded) > 0.97 * total(&held), "{traded:?} {held:?}");
+    }
+
+    #[test]
+    fn threads_that_meet_at_barriers_do_not_trade() {
+        // A thread at a barrier works a round per round whatever its run
+        // share: the threads do not pool, and the trades leave them alone.
+        assert_eq!(four_on_three(1.0, false, 400), four_on_three(0.0, false, 400));
     }
 
     #[test]

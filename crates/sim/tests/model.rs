@@ -2,7 +2,9 @@
 //! speeds, the workloads, the modelled OS, and the engine driving it.
 
 use pinlearn_engine::{Engine, Places, Target};
-use pinlearn_policy::{GuardConfig, LearnConfig, LearnPolicy, Objective, OsPolicy, StaticPolicy, ThreadSample};
+use pinlearn_policy::{
+    CrowdConfig, GuardConfig, LearnConfig, LearnPolicy, Objective, OsPolicy, StaticPolicy, ThreadSample,
+};
 use pinlearn_sim::{
     Activity, BackgroundSchedule, LoadGame, MachineParams, SimMachine, SimMetric, WorkloadKind, WorkloadSpec,
 };
@@ -586,12 +588,20 @@ fn learning_own_speed_ends_at_a_nash_equilibrium_within_the_bound() {
             seed,
         );
         // The learner alone: with the guard, Linux's windows (the modelled
-        // OS is at the optimum here) would feed the assignment judged.
+        // OS is at the optimum here) would feed the assignment judged. And
+        // the game alone: catch-up trades even out the threads' run time,
+        // which is not the game's utility (here the threads' CFS weights
+        // differ, so the heavier ones run ahead wherever they are, and the
+        // trades would take them onto crowded cores: docs/configuration.md).
         let cfg = LearnConfig {
             objective: Objective::Own,
             guard: GuardConfig {
                 enabled: false,
                 ..GuardConfig::default()
+            },
+            crowd: CrowdConfig {
+                catch_up_s: 0.0,
+                ..CrowdConfig::default()
             },
             ..LearnConfig::default()
         };
