@@ -137,7 +137,7 @@ impl Default for CrowdConfig {
 }
 
 /// The default of [`CrowdConfig::catch_up_s`].
-pub const CATCH_UP_S: f64 = 1.0;
+const CATCH_UP_S: f64 = 1.0;
 
 /// What one thread brings to a period's moves.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -64,7 +64,7 @@
 //!            move: furthest behind their siblings' mean run time (summed
 //!            over every period, Linux's too) with furthest ahead, while
 //!            `catch_up_s` apart and the place ahead is faster by `margin`
-//!            (across nodes only toward the threads' memory)
+//!            (across nodes, no more of the two away from their memory)
 //!          moves = "drawn": place_i = fresh ? pla.current() : pla.choose(rng)
 //!            (cores only while the guard finds Linux blind: its last
 //!            window lost to the learner's by more than `decisive`)
@@ -923,9 +923,11 @@ impl LearnPolicy {
         place
     }
 
-    /// Whether the thread counts for catch-up: measured this period, awake,
-    /// and never asleep between rounds (no grain: it is always runnable, so
-    /// what it ran is what it progressed).
+    /// What the thread ran over the period (CPU-seconds a second: the time
+    /// it worked where the target tells, else its run share), if it counts
+    /// for catch-up: measured this period, awake, and never asleep between
+    /// rounds (no grain: it is always runnable, so what it ran is what it
+    /// progressed); `None` if it does not.
     fn never_sleeps(thread: &LearnThread, sample: &ThreadSample) -> Option<f64> {
         if thread.naps.asleep() || sample.grain_s.is_some() {
             return None;
@@ -971,8 +973,9 @@ impl LearnPolicy {
     /// placement, which maximises the program's CPU, leaves some threads a
     /// crowded core for good (sim, 2x14 program's session `independent` D:
     /// ten threads alone on free cores ended at 50-55 s, thirty three to a
-    /// loaded core at 87-94 s). Across nodes only on a NUMA tick, where the
-    /// one behind gains more than the remote cost takes.
+    /// loaded core at 87-94 s). Across nodes only where no more of the two
+    /// end away from their memory's node than before (trades that took
+    /// threads away cost 2x14 own session `independent` D 6.7%).
     fn catch_up_trades(&mut self, input: &PeriodInput<'_>, mut place: Vec<usize>) -> Vec<usize> {
         let gap_s = self.cfg.crowd.catch_up_s;
         if gap_s == 0.0 || !self.crowd.pooled {
