@@ -59,7 +59,9 @@
 //!            none there: passing_remote_cost);
 //!            where the threads pool their work (Pooling: what each works
 //!            follows its run share, over spans of the learner's own
-//!            periods), also where the program gains though the thread loses;
+//!            periods; or none sleeps, never seen spinning, beside others
+//!            in its own group: none_sleeps), also where the program gains
+//!            though the thread loses;
 //!            then catch-up trades among those that never sleep and did not
 //!            move: furthest behind their siblings' mean run time (summed
 //!            over every period, Linux's too) with furthest ahead, while
@@ -798,6 +800,7 @@ impl LearnPolicy {
             .collect();
         self.crowd
             .assume_area_means(&self.layout, &self.node_cores, &occupants, input.time_s);
+        self.crowd.pooled = self.pools(input);
         let placed = self
             .crowd
             .moves(&self.layout, &self.cfg.crowd, &areas, &occupants, input.time_s);
@@ -864,7 +867,7 @@ impl LearnPolicy {
                 .filter_map(|(_, sample)| Some((sample.key, crate::crowd::usable(sample.share), sample.worked?)))
                 .collect();
             self.pooling.record(&measured);
-            self.crowd.pooled = self.cfg.crowd.pooled_moves && self.pooling.pooled();
+            self.crowd.pooled = self.pools(input);
         }
         let occupants: Vec<Occupant> = self
             .threads
@@ -921,6 +924,57 @@ impl LearnPolicy {
             debug_assert!(taken, "a move inside the node is one of its automaton's places");
         }
         place
+    }
+
+    /// Whether the crowd moves threads where the program gains
+    /// (`Crowd::pooled`): `pooled_moves` on, and the threads pool their
+    /// work as [`Pooling`] measured it, or none of them sleeps
+    /// ([`LearnPolicy::none_sleeps`]).
+    fn pools(&self, input: &PeriodInput<'_>) -> bool {
+        self.cfg.crowd.pooled_moves && (self.pooling.pooled() || self.none_sleeps(input))
+    }
+
+    /// Every awake thread measured this period runs without sleeping (no
+    /// grain) and the program was never seen spinning (its waiting share's
+    /// average always below [`CROSS_MAX_WAITING`], where the target tells
+    /// waiting code: `PeriodInput::waiting`): threads that wait neither at
+    /// barriers nor for queues nor in spin loops do not wait for each
+    /// other, so each does its own work or draws from a shared pool, and
+    /// what the program gets counts. [`Pooling`] needs two spans of the
+    /// learner's own periods to say so, which the guard's short probes
+    /// never give: beside a load in the program's scheduling group the
+    /// crowd then kept one thread to a loaded core, each thread's best,
+    /// where three to a loaded core give the program more (sim, 2x14
+    /// program's session `independent` D: Linux and the learner's probes
+    /// 13.3 CPUs, the round-robin pin 15, the crowd's pooled placement
+    /// 16). Only where the other programs share the program's scheduling
+    /// group (no `PeriodInput::wake_slice_s`): in a group apart Linux gives
+    /// the program's group its share of a loaded core however many of its
+    /// threads are there, which the crowd's weights do not model, and
+    /// threads crowded there fell behind for good (sim, 4x8 `independent`
+    /// D, the load in its own session: 0.823 -> 0.878 of Linux's time).
+    /// Unknown waiting counts as spinning: a program spinning at its
+    /// barriers never sleeps either (and the first periods of a spinning
+    /// program, before the average rose, moved its threads: sim, 2x14
+    /// program's session `barrier-spin` C.3, 0.996 -> 1.008 of Linux's
+    /// time with `PeriodInput::waiting` only known and the average below
+    /// `blind_waiting`).
+    fn none_sleeps(&self, input: &PeriodInput<'_>) -> bool {
+        let never_waited = !self.seen_waiting && self.waiting_avg.is_some_and(|w| w < CROSS_MAX_WAITING);
+        if !never_waited || input.wake_slice_s.is_some() {
+            return false;
+        }
+        let mut measured = 0usize;
+        for (thread, sample) in self.threads.iter().zip(input.threads) {
+            if thread.naps.asleep() {
+                continue;
+            }
+            if sample.grain_s.is_some() {
+                return false;
+            }
+            measured += usize::from(crate::crowd::usable(sample.share).is_some());
+        }
+        measured >= NONE_SLEEPS_MIN_THREADS
     }
 
     /// What the thread ran over the period (CPU-seconds a second: the time
@@ -1296,6 +1350,10 @@ impl Policy for LearnPolicy {
         Decision { place, utility }
     }
 }
+
+/// Threads measured awake, at least, for [`LearnPolicy::none_sleeps`] to
+/// tell a program whose threads never sleep (as many as [`Pooling`] asks).
+const NONE_SLEEPS_MIN_THREADS: usize = 4;
 
 /// Crowd moves take threads to other nodes only while the program spends
 /// less than this share of its CPU time in waiting code: run shares do not
@@ -2301,6 +2359,64 @@ mod tests {
         assert_eq!(four_on_three(1.0, false, 400), four_on_three(0.0, false, 400));
     }
 
+    /// Six threads on one node of four cores, another program of weight 2
+    /// on core 3 in the program's scheduling group (a thread's run share
+    /// is 1 / (threads on its core + 2 there, + 0 elsewhere)), crowd moves,
+    /// no guard, 100 periods: far fewer than `Pooling` needs. Every
+    /// period's waiting share is `waiting`, every thread's grain `grain_s`
+    /// and the others' scheduler slice `wake_slice_s` (`Some`: they run in
+    /// a group apart). Returns the program's CPUs (its threads' shares
+    /// summed) in the last period and how many threads ended on core 3.
+    fn six_beside_a_load(waiting: Option<f64>, grain_s: Option<f64>, wake_slice_s: Option<f64>) -> (f64, usize) {
+        let cfg = LearnConfig {
+            moves: Moves::Crowd,
+            ..papers()
+        };
+        let mut policy = LearnPolicy::new(Layout::uniform(1, 4), cfg, 7);
+        let keys = [1, 2, 3, 4, 5, 6];
+        let load = [0.0, 0.0, 0.0, 2.0];
+        let mut places: Vec<usize> = Vec::new();
+        let mut cpus = 0.0;
+        for period in 0..100 {
+            let mut threads = crowded_samples(&keys, &places, |p, crowd| 1.0 / (crowd + load[p]));
+            for thread in &mut threads {
+                thread.grain_s = grain_s;
+            }
+            cpus = threads.iter().filter_map(|t| t.share).sum();
+            let mut input = input(period, &threads, false);
+            input.waiting = waiting;
+            input.wake_slice_s = wake_slice_s;
+            places = policy.decide(&input).place;
+        }
+        (cpus, places.iter().filter(|&&p| p == 3).count())
+    }
+
+    #[test]
+    fn threads_that_never_sleep_crowd_a_load_in_their_group_where_the_program_gains() {
+        // Round-robin puts one thread beside the load (a third of core 3)
+        // and two on each of cores 0 and 1. A second thread on core 3 is
+        // no thread's best (a quarter there, a half where it is), so
+        // selfish moves leave the program 3 1/3 CPUs. Threads that never
+        // sleep wait for nobody, so the program's CPU counts: two on core
+        // 3 take half of it, the program 3.5 CPUs (a third would add a
+        // tenth of a core, less than the margin).
+        let (cpus, on_loaded) = six_beside_a_load(Some(0.0), None, None);
+        assert_eq!(on_loaded, 2, "{cpus} CPUs");
+        assert!((cpus - 3.5).abs() < 1e-9, "{cpus}");
+        // Threads that sleep (at barriers, for queues) may wait for the one
+        // sent there; a program whose waiting code cannot be told may spin;
+        // in a group apart the load's share is not the crowd's weight.
+        for (waiting, grain_s, slice) in [
+            (Some(0.0), Some(0.002), None),
+            (None, None, None),
+            (Some(0.0), None, Some(0.003)),
+        ] {
+            let (cpus, on_loaded) = six_beside_a_load(waiting, grain_s, slice);
+            assert_eq!(on_loaded, 1, "waiting {waiting:?}, grain {grain_s:?}, slice {slice:?}");
+            assert!((cpus - 10.0 / 3.0).abs() < 1e-9, "{cpus}");
+        }
+    }
+
     #[test]
     fn crowd_moves_leave_the_loaded_core_and_then_hardly_move() {
         // Round-robin puts one thread on the loaded core (a third of it);
@@ -2672,10 +2788,15 @@ mod tests {
         let share = [1.0; 4];
         let spinning = learner_after_linux(Moves::Crowd, &linux, &share, Some(0.5));
         assert_eq!(spinning[0], vec![3, 4, 0, 1], "{spinning:?}");
-        // Working threads measuring the same: the crowd's judgement, by
-        // which nobody gains by leaving.
-        let working = learner_after_linux(Moves::Crowd, &linux, &share, Some(0.0));
+        // Working threads measuring the same, where the waiting code cannot
+        // be told: the crowd's selfish judgement, by which nobody gains by
+        // leaving.
+        let working = learner_after_linux(Moves::Crowd, &linux, &share, None);
         assert!(working[0].iter().all(|&place| place == 3 || place == 4), "{working:?}");
+        // Where it can, none waits and none sleeps: they pool their work,
+        // and the program gains node 0's free cores.
+        let pooling = learner_after_linux(Moves::Crowd, &linux, &share, Some(0.0));
+        assert_eq!(pooling[0].iter().filter(|&&place| place < 2).count(), 2, "{pooling:?}");
         // Spinning, spread by Linux already: they start where Linux had them.
         let even = learner_after_linux(Moves::Crowd, &[Some(0), Some(3), Some(1), Some(4)], &share, Some(0.5));
         assert_eq!(even[0], vec![0, 3, 1, 4], "{even:?}");
