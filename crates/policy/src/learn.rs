@@ -964,16 +964,13 @@ impl LearnPolicy {
         if !never_waited || input.wake_slice_s.is_some() {
             return false;
         }
-        let mut measured = 0usize;
-        for (thread, sample) in self.threads.iter().zip(input.threads) {
-            if thread.naps.asleep() {
-                continue;
-            }
-            if sample.grain_s.is_some() {
-                return false;
-            }
-            measured += usize::from(crate::crowd::usable(sample.share).is_some());
+        let threads = || self.threads.iter().zip(input.threads);
+        if threads().any(|(thread, sample)| !thread.naps.asleep() && sample.grain_s.is_some()) {
+            return false;
         }
+        let measured = threads()
+            .filter(|(thread, sample)| Self::never_sleeps(thread, sample).is_some())
+            .count();
         measured >= NONE_SLEEPS_MIN_THREADS
     }
 
