@@ -24,7 +24,10 @@
 //!         nodes than theirs than the learner's did: the learner takes
 //!         the lead, keeps it when Linux's probe to confirm it ties, and
 //!         Linux's later probes that tie or lose that way back off as
-//!         ties do (below); run time does not show memory stalls)
+//!         ties do (below); run time does not show memory stalls;
+//!         Linux's side is the larger of its windows next to the probe
+//!         and its own windows' last REMOTE_LEVEL_PERIODS or so: next to
+//!         a probe it starts where the learner left threads and memory)
 //!          no  ─► the champion stays; the probe's loss, and what it cost
 //!                 the champion's window after it (after below before,
 //!                 unless after fell below the probe), are added to `spent`
@@ -343,6 +346,13 @@ const HOPELESS_PERIODS: u32 = 2;
 /// every `max_gap` windows.
 const HOPELESS_SHARE: f64 = 0.5;
 
+/// How many of Linux's own periods its memory level averages over, in
+/// effect ([`Guard::linux_remote_level`]): about 10 s at the default 50 ms
+/// period, so Linux's long windows, where its balancer carries threads away
+/// from their memory as the run goes on, outweigh its short ones next to
+/// the learner's probes, which start from placements the learner left.
+const REMOTE_LEVEL_PERIODS: f64 = 200.0;
+
 /// Who places the threads during a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -416,6 +426,10 @@ pub struct Guard {
     /// The learner took the lead on a tie where Linux's threads ran
     /// farther from their memory: Linux's probe to confirm it must win.
     lead_on_locality: bool,
+    /// Linux's share of the threads' memory on other nodes, each scored
+    /// period of its own windows weighing `1 - 1 / REMOTE_LEVEL_PERIODS`
+    /// of the one after it: (weighted sum, weight).
+    linux_remote: (f64, f64),
     /// The progress of the first period of the window in progress (not
     /// scored: the threads move then), and of the pending probe's.
     first: Option<f64>,
@@ -537,6 +551,7 @@ impl Guard {
             remote_before: None,
             probe_remote: None,
             lead_on_locality: false,
+            linux_remote: (0.0, 0.0),
             first: None,
             probe_first: None,
             window_places: Vec::new(),
@@ -718,6 +733,14 @@ impl Guard {
         self.cfg.enabled && self.window_arm == Arm::Os && self.window_period >= self.window_length()
     }
 
+    /// Linux's share of the threads' memory on other nodes over its own
+    /// windows' recent periods ([`REMOTE_LEVEL_PERIODS`]), `None` before
+    /// one measured it.
+    fn linux_remote_level(&self) -> Option<f64> {
+        let (sum, weight) = self.linux_remote;
+        (weight > 0.0).then(|| sum / weight)
+    }
+
     /// Periods per window: `window`, and at least one scored period.
     fn window_length(&self) -> u32 {
         self.cfg.window.max(self.cfg.settle.max(1) + 1)
@@ -765,6 +788,11 @@ impl Guard {
             if let Some(remote) = share(signs.remote) {
                 self.signs_sum.remote += remote;
                 self.signs_count.remote += 1;
+                if self.window_arm == Arm::Os && self.linux_window_is_its_own() {
+                    let keep = 1.0 - 1.0 / REMOTE_LEVEL_PERIODS;
+                    let (sum, weight) = self.linux_remote;
+                    self.linux_remote = (sum * keep + remote, weight * keep + 1.0);
+                }
             }
         }
         let window_ends = self.window_period >= self.window_length();
@@ -884,6 +912,13 @@ impl Guard {
                     let (linux, learner) = match self.champion {
                         Arm::Os => (champion, self.probe_remote),
                         Arm::Learn => (self.probe_remote, champion),
+                    };
+                    // Linux's windows next to a probe start from where the
+                    // learner left the threads and their memory; where its
+                    // own windows have run farther on the whole, that counts.
+                    let linux = match (linux, self.linux_remote_level()) {
+                        (Some(near), Some(level)) => Some(near.max(level)),
+                        (near, level) => near.or(level),
                     };
                     matches!((linux, learner), (Some(linux), Some(learner))
                         if self.cfg.remote_gap < 1.0 && linux - learner >= self.cfg.remote_gap)
@@ -1406,6 +1441,44 @@ mod tests {
             )
         });
         (guard, arms)
+    }
+
+    #[test]
+    fn linux_s_distance_from_its_memory_is_what_its_own_long_windows_showed() {
+        // Linux's balancer carries its threads away from their memory as its
+        // windows run on: near it (0.02 on other nodes) in its first 8
+        // periods in a row, far (0.3) after; the learner's threads always
+        // near, and every window ties. Linux's probe to confirm the
+        // learner's lead is 4 periods long and looks as near as the
+        // learner: judged by it alone, the tie gave Linux the lead back
+        // after every such probe (Linux had half the run). Judged by
+        // what Linux's own windows showed, the learner keeps the lead.
+        let in_a_row = std::cell::Cell::new((Arm::Learn, 0usize));
+        let mut guard = Guard::new(GuardConfig {
+            first: Arm::Os,
+            assumed_loss: GuardConfig::default().assumed_loss,
+            ..cfg()
+        });
+        let arms = run_measured(&mut guard, 800, |arm, _| {
+            let (last, count) = in_a_row.get();
+            let count = if arm == last { count + 1 } else { 1 };
+            in_a_row.set((arm, count));
+            let remote = match arm {
+                Arm::Os if count > 8 => 0.3,
+                Arm::Os => 0.02,
+                Arm::Learn => 0.0,
+            };
+            (
+                1.0,
+                Signs {
+                    remote: Some(remote),
+                    ..Signs::default()
+                },
+            )
+        });
+        let os_share = arms.iter().filter(|&&a| a == Arm::Os).count() as f64 / arms.len() as f64;
+        assert!(os_share < 0.15, "{os_share}");
+        assert_eq!(guard.champion(), Arm::Learn);
     }
 
     #[test]
