@@ -303,6 +303,9 @@ const POOLED_CORRELATION: f64 = 0.7;
 const MIN_WORKED_SPREAD: f64 = 1e-6;
 /// Run shares that spread less than this say nothing of what follows them.
 const MIN_SHARE_SPREAD: f64 = 0.05;
+/// Threads measured, at least, for a span to tell whether they pool their
+/// work (and for the learner to tell that none of them sleeps).
+pub(crate) const POOLING_MIN_THREADS: usize = 4;
 
 impl Pooling {
     /// Adds a period: `(thread, run share, CPU time worked per second)` of
@@ -339,7 +342,7 @@ impl Pooling {
             })
             .collect();
         let n = threads.len() as f64;
-        if threads.len() < 4 {
+        if threads.len() < POOLING_MIN_THREADS {
             return;
         }
         let (share_mean, worked_mean) = threads

@@ -98,7 +98,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::aspiration::{Aspiration, NumaState, kept_on};
 use crate::config::{LearnConfig, Moves, Start};
-use crate::crowd::{Crowd, Naps, Occupant, Pooling, node_areas, wake_weight};
+use crate::crowd::{Crowd, Naps, Occupant, POOLING_MIN_THREADS, Pooling, node_areas, wake_weight};
 use crate::guard::{Arm, Guard, GuardStats, HandBack, Signs};
 use crate::layout::Layout;
 use crate::objective::{Objective, sanitise_speed};
@@ -935,7 +935,7 @@ impl LearnPolicy {
     }
 
     /// Every awake thread measured this period runs without sleeping (no
-    /// grain) and the program was never seen spinning (its waiting share's
+    /// grain; at least [`POOLING_MIN_THREADS`] of them) and the program was never seen spinning (its waiting share's
     /// average always below [`CROSS_MAX_WAITING`], where the target tells
     /// waiting code: `PeriodInput::waiting`): threads that wait neither at
     /// barriers nor for queues nor in spin loops do not wait for each
@@ -971,7 +971,7 @@ impl LearnPolicy {
         let measured = threads()
             .filter(|(thread, sample)| Self::never_sleeps(thread, sample).is_some())
             .count();
-        measured >= NONE_SLEEPS_MIN_THREADS
+        measured >= POOLING_MIN_THREADS
     }
 
     /// What the thread ran over the period (CPU-seconds a second: the time
@@ -1347,10 +1347,6 @@ impl Policy for LearnPolicy {
         Decision { place, utility }
     }
 }
-
-/// Threads measured awake, at least, for [`LearnPolicy::none_sleeps`] to
-/// tell a program whose threads never sleep (as many as [`Pooling`] asks).
-const NONE_SLEEPS_MIN_THREADS: usize = 4;
 
 /// Crowd moves take threads to other nodes only while the program spends
 /// less than this share of its CPU time in waiting code: run shares do not
