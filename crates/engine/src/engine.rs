@@ -15,6 +15,9 @@
 //!           │
 //!           ▼
 //!     statistics per thread, trace row per thread
+//!           │
+//!           ▼
+//!     policy.guard_arm() changed (Linux ⇄ learner)? ──yes──► target.measure_afresh()
 //! ```
 //!
 //! The driver (real time in `supervise`, simulated time in the simulator)
@@ -494,6 +497,7 @@ impl Engine {
         }
         let decision = self.policy.decide(&input);
         let guard_arm = self.policy.guard_arm();
+        let changes_hands = matches!((self.placed_by, guard_arm), (Some(was), Some(now)) if was != now);
         self.placed_by = guard_arm;
         let linux_s_window = guard_arm == Some(Arm::Os);
         let arm = match guard_arm {
@@ -619,6 +623,9 @@ impl Engine {
                     remote,
                 )?;
             }
+        }
+        if changes_hands {
+            target.measure_afresh();
         }
         placement_changed |= self.retire_ended();
         self.placement_version += u64::from(placement_changed);
@@ -845,6 +852,9 @@ mod tests {
         placed: Vec<(ThreadKey, usize)>,
         memory: Vec<(u32, usize)>,
         thread_memory: Vec<(ThreadKey, usize)>,
+        /// Periods observed, and those after which measures restarted.
+        observed: u64,
+        afresh_after: Vec<u64>,
     }
 
     impl FakeTarget {
@@ -856,6 +866,8 @@ mod tests {
                 placed: Vec::new(),
                 memory: Vec::new(),
                 thread_memory: Vec::new(),
+                observed: 0,
+                afresh_after: Vec::new(),
             }
         }
     }
@@ -863,7 +875,11 @@ mod tests {
     impl Target for FakeTarget {
         fn observe(&mut self, samples: &mut Vec<ThreadSample>) -> Result<(), EngineError> {
             samples.extend(self.threads.iter().map(|&(key, speed)| ThreadSample::of(key, speed)));
+            self.observed += 1;
             Ok(())
+        }
+        fn measure_afresh(&mut self) {
+            self.afresh_after.push(self.observed);
         }
         fn place(&mut self, key: ThreadKey, place: usize, _cpus: &CpuSet) -> Result<bool, EngineError> {
             self.placed.push((key, place));
@@ -1080,11 +1096,8 @@ mod tests {
         let whole = places.layout.whole();
         let mut engine = Engine::new(Box::new(OsPolicy::new(places.layout.clone())), places, 1, None);
         let mut target = FakeTarget {
-            threads: vec![(1, None), (2, None)],
             initial: Some(whole),
-            placed: vec![],
-            memory: vec![],
-            thread_memory: vec![],
+            ..FakeTarget::with(vec![(1, None), (2, None)])
         };
         for k in 0..5 {
             engine.step(&mut target, k as f64 * 0.05).unwrap();
@@ -1226,6 +1239,36 @@ mod tests {
         assert_eq!(run(7), vec![]);
         assert_eq!(run(8), vec![(1, 1)]);
         assert_eq!(run(30), vec![(1, 1)], "asked once per stay");
+    }
+
+    #[test]
+    fn measures_restart_where_the_placement_changes_hands_and_nowhere_else() {
+        let two_nodes = Places::new(&Topology::from_synthetic("node:2 core:2 pu:1").expect("synthetic"));
+        let whole = two_nodes.layout.places().len() - 1;
+        let policy = AlternatingPolicy {
+            core: 0,
+            whole,
+            window: 3,
+            arm: Arm::Learn,
+        };
+        let mut engine = Engine::new(Box::new(policy), two_nodes, 4, None);
+        let mut target = FakeTarget::with(vec![(1, Some(1.0)), (2, Some(0.5))]);
+        for k in 0..12 {
+            engine.step(&mut target, k as f64 * 0.05).unwrap();
+        }
+        // The policy's periods 0-2, Linux's 3-5, its own 6-8, Linux's 9-11:
+        // each switch is decided in the step of the period it starts
+        // (steps 3, 6 and 9: the 4th, 7th and 10th observations).
+        assert_eq!(target.afresh_after, vec![4, 7, 10]);
+
+        // A policy without a guard never switches.
+        let places = places();
+        let mut engine = Engine::new(Box::new(StaticPolicy::new(places.layout.clone())), places, 1, None);
+        let mut target = FakeTarget::with(vec![(1, Some(1.0))]);
+        for k in 0..8 {
+            engine.step(&mut target, k as f64 * 0.05).unwrap();
+        }
+        assert!(target.afresh_after.is_empty());
     }
 
     #[test]

@@ -114,6 +114,13 @@ pub trait Target {
         None
     }
 
+    /// The threads' placement changes hands from the coming period on (a
+    /// guard switched between Linux and the learner): measures that average
+    /// over periods start again from there, so that a window is scored on
+    /// what its own periods showed, not on what the placement before left
+    /// in an average.
+    fn measure_afresh(&mut self) {}
+
     /// The share of the threads' runnable time queued for a CPU over the
     /// period the last `observe` measured, while the program had fewer CPUs
     /// than it may use (0 when it had them all); `None` when the target

@@ -390,6 +390,10 @@ struct SamplingSetup {
     settled_every: u64,
     /// Periods observed so far.
     observed: u64,
+    /// Every thread samples in the coming period, whatever its duty: the
+    /// second of a window whose placement changed hands
+    /// ([`Target::measure_afresh`]).
+    afresh: bool,
 }
 
 impl LiveProcess {
@@ -516,6 +520,7 @@ impl LiveProcess {
             every: u64::from(settings.every.max(1)),
             settled_every: u64::from(settings.settled_every.max(1)),
             observed: 0,
+            afresh: false,
         });
         self
     }
@@ -1035,7 +1040,11 @@ impl LiveProcess {
                     // After the period's samples are taken: turning sampling
                     // off closes the event; a thread settled in work keeps
                     // it, paused outside its duty periods.
-                    let duty = sampling_duty(gap, probe.settled_in_work(), sampling.settled_every, sampling.observed);
+                    let duty = if sampling.afresh {
+                        Duty::Sampling
+                    } else {
+                        sampling_duty(gap, probe.settled_in_work(), sampling.settled_every, sampling.observed)
+                    };
                     let _ = probe.set_enabled(duty != Duty::Closed);
                     let _ = probe.set_paused(duty == Duty::Paused);
                     share
@@ -1213,6 +1222,9 @@ impl Target for LiveProcess {
         self.follow_programs();
         self.refresh_names();
         let measured = self.measure(samples, period_s);
+        if let Some(sampling) = self.sampling.as_mut() {
+            sampling.afresh = false;
+        }
         if measured.faults_missed
             && let Some(memory) = self.thread_memory.as_mut()
             && !std::mem::replace(&mut memory.missed_said, true)
@@ -1256,6 +1268,27 @@ impl Target for LiveProcess {
 
     fn waiting(&self) -> Option<f64> {
         self.waiting
+    }
+
+    /// Every sampled thread's share restarts from the coming period's
+    /// samples, and every thread samples in the coming two periods (its
+    /// event opened or resumed now, whatever its duty): a thread switched
+    /// to often samples one period in `every`, so without them a window of
+    /// six periods could be scored on the share of the placement before.
+    fn measure_afresh(&mut self) {
+        let Some(sampling) = self.sampling.as_mut() else {
+            return;
+        };
+        sampling.afresh = true;
+        for thread in self.threads.values_mut() {
+            if let Some(probe) = thread.samples.as_mut() {
+                probe.restart();
+                // Refused (out of descriptors) or ended: its duty decides
+                // again next period.
+                let _ = probe.set_enabled(true);
+                let _ = probe.set_paused(false);
+            }
+        }
     }
 
     fn remote(&self) -> Option<f64> {

@@ -192,6 +192,9 @@ pub struct CpuSamples {
     /// Work and waiting samples, fading by [`SAMPLE_FADE`] a period.
     work: f64,
     waiting: f64,
+    /// The next period with samples starts the counts afresh
+    /// ([`Self::restart`]).
+    restarting: bool,
     /// Samples of this period outside every known code mapping.
     pub unmapped: u64,
 }
@@ -208,6 +211,7 @@ impl CpuSamples {
             ring_bytes,
             work: 0.0,
             waiting: 0.0,
+            restarting: false,
             unmapped: 0,
         };
         samples.set_enabled(true)?;
@@ -300,12 +304,33 @@ impl CpuSamples {
                 }
             }
         }
-        // Periods without samples (sampling off, or the thread did not
-        // run) keep the last estimate.
-        if work + waiting > 0 {
-            self.work = self.work * SAMPLE_FADE + work as f64;
-            self.waiting = self.waiting * SAMPLE_FADE + waiting as f64;
+        self.count(work, waiting);
+    }
+
+    /// Adds one period's work and waiting samples to the faded counts.
+    /// Periods without samples (sampling off, or the thread did not run)
+    /// keep the last estimate; the first with samples after
+    /// [`Self::restart`] replaces it.
+    fn count(&mut self, work: u64, waiting: u64) {
+        if work + waiting == 0 {
+            return;
         }
+        let fade = if std::mem::take(&mut self.restarting) {
+            0.0
+        } else {
+            SAMPLE_FADE
+        };
+        self.work = self.work * fade + work as f64;
+        self.waiting = self.waiting * fade + waiting as f64;
+    }
+
+    /// The thread's placement changed hands: the share from the next
+    /// period with samples on rests on samples taken from then on only, not
+    /// on the faded ones of the placement before (which made a window of
+    /// Linux right after the learner's look like the learner's, and the
+    /// other way round). Turn sampling on for those periods too.
+    pub fn restart(&mut self) {
+        self.restarting = true;
     }
 
     /// The share of recent samples in working code, `None` before any sample.
@@ -753,6 +778,7 @@ mod tests {
             ring_bytes: 4096,
             work,
             waiting,
+            restarting: false,
             unmapped: 0,
         };
         assert!(with(25.0, 0.0).settled_in_work(), "two full periods of work");
@@ -765,6 +791,48 @@ mod tests {
         // of work only.
         assert!(!with(25.0, 0.5).settled_in_work());
         assert!(with(25.0, 0.25).settled_in_work());
+    }
+
+    #[test]
+    fn a_restart_makes_the_next_sampled_period_s_share_its_own() {
+        // Linux's placement: half the samples waiting, period after period.
+        let linux = || {
+            let mut samples = CpuSamples {
+                sampler: None,
+                paused: false,
+                tid: 0,
+                period_ns: 4_000_000,
+                ring_bytes: 4096,
+                work: 0.0,
+                waiting: 0.0,
+                restarting: false,
+                unmapped: 0,
+            };
+            for _ in 0..6 {
+                samples.count(6, 6);
+            }
+            samples
+        };
+        let mut faded = linux();
+        assert_eq!(faded.work_share(), Some(0.5));
+        // Faded, a period all work after it still shows a quarter waiting.
+        faded.count(12, 0);
+        assert!(
+            (faded.work_share().unwrap() - 0.75).abs() < 0.01,
+            "{:?}",
+            faded.work_share()
+        );
+        // Restarted at the switch: a period without samples keeps the
+        // estimate, the next with samples is the share on its own.
+        let mut samples = linux();
+        samples.restart();
+        samples.count(0, 0);
+        assert_eq!(samples.work_share(), Some(0.5));
+        samples.count(12, 0);
+        assert_eq!(samples.work_share(), Some(1.0));
+        // And fading goes on from there.
+        samples.count(0, 12);
+        assert!((samples.work_share().unwrap() - 1.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]
