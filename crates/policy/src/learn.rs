@@ -935,7 +935,8 @@ impl LearnPolicy {
     }
 
     /// Every awake thread measured this period runs without sleeping (no
-    /// grain; at least [`POOLING_MIN_THREADS`] of them) and the program was never seen spinning (its waiting share's
+    /// grain; at least [`POOLING_MIN_THREADS`] of them) and the program was
+    /// never seen spinning (its waiting share's
     /// average always below [`CROSS_MAX_WAITING`], where the target tells
     /// waiting code: `PeriodInput::waiting`): threads that wait neither at
     /// barriers nor for queues nor in spin loops do not wait for each

@@ -690,8 +690,11 @@ impl LiveProcess {
             return false;
         }
         thread.left_to_program = true;
-        // Not placed by pinlearn any more: its memory is never moved either.
+        // Not placed by pinlearn any more: its memory is never moved either,
+        // and it is not measured, so its sampling event (which costs it on
+        // every switch) is closed, never to be opened again by a restart.
         thread.faults = None;
+        thread.samples = None;
         let (who, expected) = (thread.who.clone(), thread.expected.clone());
         self.affinity.release(who.tid);
         let note = format!(
@@ -1503,6 +1506,61 @@ mod tests {
             [Closed, Sampling, Closed, Sampling, Closed, Sampling, Closed, Sampling]
         );
         assert_eq!(duties(2, false, 4), duties(2, true, 4));
+    }
+
+    #[test]
+    fn a_thread_left_to_its_program_keeps_no_sampling_event_even_after_a_restart() {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        let allowed = get_affinity(0).expect("read the affinity");
+        let Some(first) = allowed.iter().next().filter(|_| allowed.iter().count() > 1) else {
+            return; // one CPU: a thread cannot give itself a narrower mask
+        };
+        // 0: spin; 1: narrow your own mask, then spin; 2: stop.
+        let step = Arc::new(AtomicU8::new(0));
+        let tids = Arc::new(Mutex::new(HashSet::new()));
+        let spinner = {
+            let (step, tids) = (step.clone(), tids.clone());
+            std::thread::spawn(move || {
+                tids.lock().unwrap().insert(nix::unistd::gettid().as_raw() as u32);
+                let mut narrowed = false;
+                while step.load(Ordering::Relaxed) < 2 {
+                    if !narrowed && step.load(Ordering::Relaxed) == 1 {
+                        set_affinity(0, &CpuSet::from_iter([first])).expect("narrow its own mask");
+                        narrowed = true;
+                    }
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        while tids.lock().unwrap().is_empty() {
+            std::thread::yield_now();
+        }
+        let scope = Scope {
+            only: Some(tids.clone()),
+            ..Scope::process_tree(std::process::id(), false)
+        };
+        let mut target = LiveProcess::new(scope, Metric::Useful, vec![allowed.clone()], 0.05)
+            .with_sampling(&crate::config::Sampling::default());
+        let mut samples = Vec::new();
+        target.observe(&mut samples).expect("observe");
+        let key = samples.first().expect("the spinner").key;
+        if target.threads[&key].samples.is_none() {
+            step.store(2, Ordering::Relaxed);
+            spinner.join().unwrap();
+            return; // the kernel refuses sampling here: nothing to close
+        }
+        step.store(1, Ordering::Relaxed);
+        while get_affinity(target.threads[&key].who.tid).expect("its mask") == allowed {
+            std::thread::yield_now();
+        }
+        // pinlearn's next move finds the mask changed and leaves the thread.
+        assert!(!target.place(key, 0, &allowed).expect("place"));
+        assert!(target.threads[&key].left_to_program);
+        assert!(target.threads[&key].samples.is_none(), "its sampling event is closed");
+        target.measure_afresh();
+        assert!(target.threads[&key].samples.is_none(), "a restart opens none for it");
+        step.store(2, Ordering::Relaxed);
+        spinner.join().unwrap();
     }
 
     #[test]
