@@ -510,7 +510,18 @@ impl LearnPolicy {
     /// left, and Linux, blind to the crowding, keeps it (sim, 8x32
     /// `barrier-spin` D: held on Linux's seven nodes after a lost first
     /// probe, the eighth empty for the rest of the run, 1.60 times the
-    /// pin's time).
+    /// pin's time). A program whose threads never wait
+    /// ([`LearnPolicy::never_waits`]) and whose crowd does not pool its
+    /// work starts every probe while Linux is champion where Linux has the
+    /// threads now, as its first: each thread does its own work, so
+    /// Linux's balancing after the load moved is a better start than the
+    /// learner's last placement, which the load may have left behind
+    /// (sim, 8x32 `independent` D, the load in its own session: probes
+    /// from the held placement left node 0 empty and lost, 0.965 -> 0.933
+    /// of Linux's time). Threads that wait for each other keep the
+    /// learner's placement: starting there from Linux's cost the barrier
+    /// programs' D cells up to 15% (docs/simulator.md, "Threads that never
+    /// sleep pool from the start").
     fn after_linux_window(&mut self, input: &PeriodInput<'_>) {
         let on_trial = std::mem::take(&mut self.leaving_on_trial);
         if self.guard.champion() != Arm::Os {
@@ -531,6 +542,8 @@ impl LearnPolicy {
             self.start_where_linux_was(input, false);
         } else if self.holds_places() {
             self.deal_held_places_around_others(input);
+        } else if !self.pools(input) && self.never_waits(input) {
+            self.start_where_linux_was(input, true);
         }
     }
 
@@ -961,8 +974,15 @@ impl LearnPolicy {
     /// time with `PeriodInput::waiting` only known and the average below
     /// `blind_waiting`).
     fn none_sleeps(&self, input: &PeriodInput<'_>) -> bool {
+        input.wake_slice_s.is_none() && self.never_waits(input)
+    }
+
+    /// [`LearnPolicy::none_sleeps`] wherever the other programs run: no
+    /// awake thread sleeps, at least [`POOLING_MIN_THREADS`] measured, and
+    /// the program never seen waiting.
+    fn never_waits(&self, input: &PeriodInput<'_>) -> bool {
         let never_waited = !self.seen_waiting && self.waiting_avg.is_some_and(|w| w < CROSS_MAX_WAITING);
-        if !never_waited || input.wake_slice_s.is_some() {
+        if !never_waited {
             return false;
         }
         let threads = || self.threads.iter().zip(input.threads);
@@ -2667,6 +2687,73 @@ mod tests {
             }
         }
         (learner, policy)
+    }
+
+    /// The learner's placements after each of Linux's windows, Linux
+    /// putting the four threads on node 1 (cores 3 and 4) until period
+    /// 40 and on node 0 (cores 0 and 1) after it, every thread running
+    /// all of its CPU and never waiting (its waiting share 0, no grain):
+    /// the probes tie, Linux stays champion and the learner probes at
+    /// periods 2, 8, 138 and 268. The target tells `wake_slice_s` (the
+    /// other programs in a scheduling group apart) and the threads'
+    /// `waiting` share.
+    fn first_places_after_linux_moved(wake_slice_s: Option<f64>, waiting: f64) -> Vec<Vec<usize>> {
+        let mut policy = LearnPolicy::new(Layout::uniform(2, 2), probe_at_once(2), 1);
+        let whole = policy.layout().whole();
+        let samples: Vec<ThreadSample> = (1..=4u64)
+            .map(|key| ThreadSample {
+                key,
+                speed: Some(1.0),
+                share: Some(1.0),
+                grain_s: None,
+                worked: None,
+            })
+            .collect();
+        let mut firsts = Vec::new();
+        let mut linux_placed = false;
+        for period in 0..300 {
+            let linux = if period < 40 {
+                [Some(3), Some(4), Some(3), Some(4)]
+            } else {
+                [Some(0), Some(1), Some(0), Some(1)]
+            };
+            let mut input = input(period, &samples, false);
+            input.waiting = Some(waiting);
+            input.wake_slice_s = wake_slice_s;
+            if policy.wants_cores() {
+                input.cores = Some(&linux);
+            }
+            let decision = policy.decide(&input);
+            let learner = policy.guard().arm() == Arm::Learn && !decision.place.contains(&whole);
+            if learner && std::mem::take(&mut linux_placed) && period > 40 {
+                firsts.push(decision.place);
+            }
+            linux_placed |= !learner;
+        }
+        firsts
+    }
+
+    #[test]
+    fn threads_that_never_wait_start_each_probe_where_linux_has_them_now_beside_a_load_in_a_group_apart() {
+        // Linux stays champion (the probes tie) and moved the threads to
+        // node 0 at period 40: a program whose threads never wait starts
+        // every later probe there, where their memory and Linux's
+        // balancing put them, not on the learner's last placement on node
+        // 1 (sim, 8x32 `independent` D, the load in its own session:
+        // 0.965 -> 0.933 of Linux's time).
+        let never_waiting = first_places_after_linux_moved(Some(0.003), 0.0);
+        assert_eq!(never_waiting.len(), 2, "the learner probes twice after period 40");
+        for place in &never_waiting {
+            assert!(place.iter().all(|&core| core < 2), "on node 0: {never_waiting:?}");
+        }
+        // Threads that wait (here: spinning in waiting code) keep the
+        // learner's own placement: what it learned is theirs.
+        let waiting = first_places_after_linux_moved(Some(0.003), 0.5);
+        assert_eq!(waiting.len(), 2);
+        assert!(
+            waiting.iter().any(|place| place.iter().any(|&core| core >= 2)),
+            "{waiting:?}"
+        );
     }
 
     #[test]
