@@ -2633,7 +2633,8 @@ mod tests {
             others,
             ..Told::default()
         };
-        run_after_linux_told(policy, linux, share, periods, &told)
+        let (learner, policy) = run_after_linux_told(policy, linux, share, periods, &told);
+        (learner.into_iter().map(|(_, place)| place).collect(), policy)
     }
 
     /// What the target tells in every period's input besides the threads'
@@ -2646,16 +2647,19 @@ mod tests {
         others_by_core: Option<Vec<Option<f64>>>,
         others_by_core_from: u64,
         wake_slice_s: Option<f64>,
+        /// Linux's cores from the period given on, in place of `linux`.
+        linux_moved: Option<(u64, Vec<Option<usize>>)>,
     }
 
-    /// The same, the target telling `told`.
+    /// The same, the target telling `told`; each of the learner's
+    /// placements with its period.
     fn run_after_linux_told(
         mut policy: LearnPolicy,
         linux: &[Option<usize>],
         share: &[Option<f64>],
         periods: u64,
         told: &Told,
-    ) -> (Vec<Vec<usize>>, LearnPolicy) {
+    ) -> (Vec<(u64, Vec<usize>)>, LearnPolicy) {
         let whole = policy.layout().whole();
         let mut learner = Vec::new();
         for period in 0..periods {
@@ -2679,11 +2683,14 @@ mod tests {
                 .filter(|_| period >= told.others_by_core_from);
             input.wake_slice_s = told.wake_slice_s;
             if wants {
-                input.cores = Some(linux);
+                input.cores = Some(match &told.linux_moved {
+                    Some((from, moved)) if period >= *from => moved,
+                    _ => linux,
+                });
             }
             let decision = policy.decide(&input);
             if policy.guard().arm() == Arm::Learn && !decision.place.contains(&whole) {
-                learner.push(decision.place);
+                learner.push((period, decision.place));
             }
         }
         (learner, policy)
@@ -2698,37 +2705,23 @@ mod tests {
     /// other programs in a scheduling group apart) and the threads'
     /// `waiting` share.
     fn first_places_after_linux_moved(wake_slice_s: Option<f64>, waiting: f64) -> Vec<Vec<usize>> {
-        let mut policy = LearnPolicy::new(Layout::uniform(2, 2), probe_at_once(2), 1);
-        let whole = policy.layout().whole();
-        let samples: Vec<ThreadSample> = (1..=4u64)
-            .map(|key| ThreadSample {
-                key,
-                speed: Some(1.0),
-                share: Some(1.0),
-                grain_s: None,
-                worked: None,
-            })
-            .collect();
+        let policy = LearnPolicy::new(Layout::uniform(2, 2), probe_at_once(2), 1);
+        let told = Told {
+            waiting: Some(waiting),
+            wake_slice_s,
+            linux_moved: Some((40, vec![Some(0), Some(1), Some(0), Some(1)])),
+            ..Told::default()
+        };
+        let linux = [Some(3), Some(4), Some(3), Some(4)];
+        let (learner, _) = run_after_linux_told(policy, &linux, &[Some(1.0); 4], 300, &told);
+        // Each probe's first period: the period before it was Linux's.
         let mut firsts = Vec::new();
-        let mut linux_placed = false;
-        for period in 0..300 {
-            let linux = if period < 40 {
-                [Some(3), Some(4), Some(3), Some(4)]
-            } else {
-                [Some(0), Some(1), Some(0), Some(1)]
-            };
-            let mut input = input(period, &samples, false);
-            input.waiting = Some(waiting);
-            input.wake_slice_s = wake_slice_s;
-            if policy.wants_cores() {
-                input.cores = Some(&linux);
+        let mut last_period = None;
+        for (period, place) in learner {
+            if period > 40 && last_period != period.checked_sub(1) {
+                firsts.push(place);
             }
-            let decision = policy.decide(&input);
-            let learner = policy.guard().arm() == Arm::Learn && !decision.place.contains(&whole);
-            if learner && std::mem::take(&mut linux_placed) && period > 40 {
-                firsts.push(decision.place);
-            }
-            linux_placed |= !learner;
+            last_period = Some(period);
         }
         firsts
     }
@@ -2941,8 +2934,10 @@ mod tests {
                 others_by_core: by_core.map(<[_]>::to_vec),
                 others_by_core_from: from,
                 wake_slice_s,
+                linux_moved: None,
             };
             let (learner, _) = run_after_linux_told(policy, &linux, &share, 200, &told);
+            let learner: Vec<Vec<usize>> = learner.into_iter().map(|(_, place)| place).collect();
             assert!(learner.len() > 4, "more than two probes: {learner:?}");
             let per_core = |placed: &Vec<usize>| {
                 (0..4)
