@@ -82,7 +82,9 @@
 //!        places each period, `placed`): the same probe would lose
 //!        again, until Linux's window score moves by more than
 //!        `replay_change` from the one it lost to, or the learner's
-//!        threads change (`learner_changed`);
+//!        threads change (`learner_changed`), or Linux's threads come to
+//!        run `remote_gap` farther from their memory than the learner's
+//!        did in that probe (a tie would now go to the learner);
 //!        such a held probe, when it comes, ends after the
 //!        HOPELESS_PERIODS periods after its first if they average below
 //!        HOPELESS_SHARE of Linux's level and it still moved no thread;
@@ -90,7 +92,8 @@
 //!        `margin` either way) while it moved no thread, at least 2^k
 //!        (up to `max_gap`) of Linux's windows (`tie_backoff`), until a
 //!        probe does not tie or Linux's score moves by more than
-//!        `replay_change`: ties cost no budget, yet every probe's
+//!        `replay_change` (or its threads drift from their memory, as
+//!        above): ties cost no budget, yet every probe's
 //!        switches cost something no window scores; the same back-off for
 //!        Linux's probes, the learner champion, that tie or lose while
 //!        Linux's threads ran farther from their memory by `remote_gap`
@@ -198,8 +201,10 @@ pub struct GuardConfig {
     /// thread (it tried nothing new), the next one would be the same
     /// again: it waits (up to `max_gap` windows) until Linux's window score
     /// moves by more than this share from the score the last one lost to,
-    /// or the learner's threads change. At least 0; 0 turns it off (every
-    /// probe the budget allows).
+    /// the learner's threads change, or Linux's threads come to run
+    /// `remote_gap` farther from their memory than the learner's did in
+    /// that probe. At least 0; 0 turns it off (every probe the budget
+    /// allows).
     pub replay_change: f64,
     /// The most of the unspent budget carried over for later probes, in
     /// windows' worth of progress (0.225: one probe losing 22.5%): probes
@@ -210,8 +215,10 @@ pub struct GuardConfig {
     /// Once the learner's probes tied with Linux's windows (neither ahead
     /// by `margin`) k times in a row while Linux is champion and the
     /// learner moved no thread in them, the next one waits 2^k of Linux's
-    /// windows (at most `max_gap`), until a probe does not tie or Linux's
-    /// score moves by more than `replay_change`: where
+    /// windows (at most `max_gap`), until a probe does not tie, Linux's
+    /// score moves by more than `replay_change`, or its threads drift
+    /// `remote_gap` farther from their memory than the learner's did in
+    /// the last tie: where
     /// the windows cannot tell the two apart (threads that fill every CPU,
     /// no heartbeats), a probe still costs its switches, which no window
     /// scores. Off: a tie costs nothing and probes come as the budget
@@ -456,6 +463,12 @@ pub struct Guard {
     /// How many of the learner's probes in a row tied with Linux (Linux
     /// champion), and Linux's score at the last of them.
     ties: Option<(u32, f64)>,
+    /// The share of the threads' memory on other nodes in the learner's
+    /// probe that started the hold in place (`replay` or `ties`, Linux
+    /// champion), where Linux's threads did not run farther from theirs
+    /// by `remote_gap` then: once they do, the hold ends (the same
+    /// probe, tying again, would now go to the learner).
+    hold_remote: Option<f64>,
     /// Signs of Linux's blind spots summed over the scored periods of the
     /// window in progress.
     signs_sum: Signs<f64>,
@@ -561,6 +574,7 @@ impl Guard {
             settled_losses: 0,
             blind_retry: BlindRetry::NotYet,
             ties: None,
+            hold_remote: None,
             signs_sum: Signs::default(),
             signs_count: Signs::default(),
             os_signs: Signs::default(),
@@ -904,7 +918,7 @@ impl Guard {
                 // How much more of the threads' memory lay on other nodes
                 // in Linux's windows than in the learner's (each side: the
                 // mean of its windows that measured it).
-                let linux_farther = {
+                let (linux_remote, learner_remote) = {
                     let champion = match (self.remote_before, remote) {
                         (Some(a), Some(b)) => Some((a + b) / 2.0),
                         (a, b) => a.or(b),
@@ -920,9 +934,10 @@ impl Guard {
                         (Some(near), Some(level)) => Some(near.max(level)),
                         (near, level) => near.or(level),
                     };
-                    matches!((linux, learner), (Some(linux), Some(learner))
-                        if self.cfg.remote_gap < 1.0 && linux - learner >= self.cfg.remote_gap)
+                    (linux, learner)
                 };
+                let linux_farther = matches!((linux_remote, learner_remote), (Some(linux), Some(learner))
+                    if self.cfg.remote_gap < 1.0 && linux - learner >= self.cfg.remote_gap);
                 // A tie where Linux's threads ran farther from their memory
                 // goes to the learner: run time does not show memory stalls.
                 let won_on_locality = self.champion == Arm::Os && tied && linux_farther;
@@ -973,6 +988,13 @@ impl Guard {
                     let count = self.ties.map_or(0, |(count, _)| count);
                     self.ties = Some((count + 1, base));
                 }
+                // A hold that starts here (a tie above, or a second loss
+                // below) ends once Linux's threads run farther from their
+                // memory than the learner's did in this probe.
+                self.hold_remote = match self.champion {
+                    Arm::Os if self.cfg.remote_gap < 1.0 && !linux_farther => learner_remote,
+                    _ => None,
+                };
                 self.spent += (1.0 - probe / base).max(0.0);
                 // What the probe cost the champion's own window after it
                 // (threads handed back, caches and queues refilled); a
@@ -1062,6 +1084,24 @@ impl Guard {
             && (current - lost_to).abs() > lost_to.abs() * self.cfg.replay_change
         {
             self.replay = None;
+        }
+        // Linux's threads now run farther from their memory than the
+        // learner's did in the probe that started the hold: that probe,
+        // tying again, would go to the learner (run time does not show
+        // memory stalls; sim, 4x8 `pipeline` C.1: Linux's rotations
+        // across nodes left 0.2 of the memory remote, the learner's
+        // held placement none).
+        if self.champion == Arm::Os
+            && let Some(learner) = self.hold_remote
+            && let Some(linux) = match (self.os_signs.remote, self.linux_remote_level()) {
+                (Some(last), Some(level)) => Some(last.max(level)),
+                (last, level) => last.or(level),
+            }
+            && linux - learner >= self.cfg.remote_gap
+        {
+            self.replay = None;
+            self.ties = None;
+            self.hold_remote = None;
         }
         let replays = self.champion == Arm::Os && self.replay.is_some();
         // Ties in a row: Linux keeps the threads for 2^ties windows, unless
@@ -1479,6 +1519,51 @@ mod tests {
         let os_share = arms.iter().filter(|&&a| a == Arm::Os).count() as f64 / arms.len() as f64;
         assert!(os_share < 0.15, "{os_share}");
         assert_eq!(guard.champion(), Arm::Learn);
+    }
+
+    /// Default settings, every window tying (1.0) and the learner keeping
+    /// its places; the learner's threads near their memory (0.0 on other
+    /// nodes), Linux's at 0.02 until period `drift_at` and 0.2 after (its
+    /// balancer carried them across nodes). Returns the first period the
+    /// learner leads in, if it does.
+    fn learner_leads_after_linux_drifts_from_its_memory(drift_at: usize) -> Option<usize> {
+        let mut guard = Guard::new(GuardConfig::default());
+        let mut last: Option<Arm> = None;
+        for period in 0..3000 {
+            let remote = match last {
+                Some(Arm::Os) if period >= drift_at => 0.2,
+                Some(Arm::Os) => 0.02,
+                _ => 0.0,
+            };
+            let signs = Signs {
+                remote: Some(remote),
+                ..Signs::default()
+            };
+            last = Some(guard.next(last.map(|_| 1.0), signs));
+            guard.placed(&ONE_THREAD, &[0]);
+            if guard.champion() == Arm::Learn {
+                return Some(period);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_held_probe_comes_once_linux_s_threads_run_farther_from_their_memory_than_the_learner_s() {
+        // The learner's probes tie and Linux's threads run as near their
+        // memory: each tie doubles the wait for the next probe (2, 4, 8,
+        // ... windows). Linux's threads then drift 0.2 from their memory
+        // (sim, 4x8 `pipeline` C.1: the balancer's rotations across nodes):
+        // the held probe comes at once and, tying again, goes to the
+        // learner, where before it waited out the back-off.
+        assert_eq!(learner_leads_after_linux_drifts_from_its_memory(usize::MAX), None);
+        let drift_at = 600;
+        let led = learner_leads_after_linux_drifts_from_its_memory(drift_at).expect("the learner takes the lead");
+        assert!(led > drift_at, "{led}");
+        assert!(
+            led < drift_at + 4 * 6,
+            "the learner leads from period {led}, Linux drifted at {drift_at}"
+        );
     }
 
     #[test]
