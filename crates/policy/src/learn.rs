@@ -740,7 +740,11 @@ impl LearnPolicy {
     /// going to a core of a node Linux left short, a core the program does
     /// not hold there counting as loaded like the node's held ones; where
     /// some of the threads sleep (no share to judge), as the round-robin
-    /// pin spreads them ([`LearnPolicy::spread_as_the_pin`]).
+    /// pin spreads them ([`LearnPolicy::spread_as_the_pin`]); so do
+    /// threads that wait for each other beside other programs' load in a
+    /// scheduling group apart that is spread over every node
+    /// ([`LearnPolicy::others_even_over_nodes`]), where Linux's counts
+    /// are off the pin's by [`ALONE_CROWDED_NODE_FACTOR`].
     fn leave_crowded_nodes(
         &mut self,
         input: &PeriodInput<'_>,
@@ -759,6 +763,27 @@ impl LearnPolicy {
                 Some(_) => self.spread_as_the_pin(linux_node, &vec![true; linux_node.len()]),
                 None => linux_node.to_vec(),
             };
+        }
+        // Beside other programs' load in a scheduling group apart, spread
+        // over every node, Linux's node counts answer that load; but the
+        // group's share of a loaded core does not shrink with the threads
+        // on it, and threads that wait for each other are gated by the
+        // most crowded core: they start on as many threads per node as the
+        // round-robin pin puts there, the fewest moved (sim, 4x8 `barrier`
+        // A.2: Linux's 11, 11, 9 and 9 threads where the pin has 12, 12, 8
+        // and 8 left cores with 5 threads beside ones with 3, and the
+        // learner needed about 22 s to even them out: 71.5 -> 66.8 s, the
+        // pin 66.0). Not where the load sits on some nodes only (D): there
+        // Linux's counts are the better start.
+        if input.wake_slice_s.is_some()
+            && !alone_on_its_cpus(input)
+            && !self.never_waits(input)
+            && self.others_even_over_nodes(input)
+        {
+            let all = vec![true; linux_node.len()];
+            if crowded_nodes(linux_node, &all, &cores, ALONE_CROWDED_NODE_FACTOR).is_some() {
+                return self.spread_as_the_pin(linux_node, &all);
+            }
         }
         let factor = if alone_on_its_cpus(input) && self.aspiration.memory_follows_s().is_some() {
             ALONE_CROWDED_NODE_FACTOR
@@ -822,6 +847,31 @@ impl LearnPolicy {
             .zip(linux_core)
             .map(|(&place, core)| core.map(|_| self.node_of_core(place)))
             .collect()
+    }
+
+    /// Whether the other programs' load is spread over every node: their
+    /// mean share of a node's cores, on the node with the least of it, is
+    /// at least [`OTHERS_SPREAD_AT_LEAST`] of that on the node with the
+    /// most (`false` where the target does not tell each core's share).
+    fn others_even_over_nodes(&self, input: &PeriodInput<'_>) -> bool {
+        let Some(by_core) = input.others_by_core else {
+            return false;
+        };
+        let mut means = Vec::new();
+        for cores in &self.node_cores {
+            let shares: Vec<f64> = cores
+                .iter()
+                .filter_map(|&core| by_core.get(core).copied().flatten())
+                .collect();
+            if shares.is_empty() {
+                return false;
+            }
+            means.push(shares.iter().sum::<f64>() / shares.len() as f64);
+        }
+        let (lo, hi) = means
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &m| (lo.min(m), hi.max(m)));
+        hi > 0.0 && lo >= hi * OTHERS_SPREAD_AT_LEAST
     }
 
     /// The node each thread Linux placed (`linux_node`) starts on where a
@@ -1401,6 +1451,13 @@ const CROWDED_NODE_FACTOR: f64 = 1.5;
 /// `barrier-spin` D 1.020 -> 1.025x Linux's time), and where memory stays
 /// the threads moved would run remote for the rest of the run.
 const ALONE_CROWDED_NODE_FACTOR: f64 = 1.05;
+
+/// The other programs' load counts as spread over every node where the
+/// node with the least of it carries at least this share of what the node
+/// with the most carries ([`LearnPolicy::others_even_over_nodes`]): the
+/// papers' X.2 scenarios load half of every node's cores (4x8 A.2: 0.32,
+/// 0.32, 0.10 and 0.10 of the cores' time), D one node or half of them.
+const OTHERS_SPREAD_AT_LEAST: f64 = 0.25;
 
 /// Of the program's CPUs' time, at most this share ran other programs for
 /// the program to count as alone there (a live target counts busy time by
@@ -2649,6 +2706,8 @@ mod tests {
         wake_slice_s: Option<f64>,
         /// Linux's cores from the period given on, in place of `linux`.
         linux_moved: Option<(u64, Vec<Option<usize>>)>,
+        /// Every thread's grain (how long it works between two waits).
+        grain_s: Option<f64>,
     }
 
     /// The same, the target telling `told`; each of the learner's
@@ -2669,7 +2728,7 @@ mod tests {
                     key,
                     speed: share,
                     share,
-                    grain_s: None,
+                    grain_s: told.grain_s,
                     worked: None,
                 })
                 .collect();
@@ -2724,6 +2783,41 @@ mod tests {
             last_period = Some(period);
         }
         firsts
+    }
+
+    /// The threads per node of the learner's first placement, eight
+    /// threads that wait between rounds of 1 ms on two nodes of two cores
+    /// (node 0: cores 0 and 1; node 1: 3 and 4), Linux having five on node
+    /// 0 and three on node 1, other programs' load in a group apart taking
+    /// `others_by_core` of each core (place order).
+    fn first_probe_per_node(others_by_core: Vec<Option<f64>>) -> Vec<usize> {
+        let policy = LearnPolicy::new(Layout::uniform(2, 2), probe_at_once(2), 1);
+        let linux = [0, 1, 0, 1, 0, 3, 4, 3].map(Some);
+        let told = Told {
+            others: Some(0.3),
+            others_by_core: Some(others_by_core),
+            wake_slice_s: Some(0.003),
+            grain_s: Some(0.001),
+            ..Told::default()
+        };
+        let (learner, _) = run_after_linux_told(policy, &linux, &[Some(0.5); 8], 20, &told);
+        let (_, first) = learner.first().expect("the learner probes");
+        vec![
+            first.iter().filter(|&&place| place < 2).count(),
+            first.iter().filter(|&&place| place == 3 || place == 4).count(),
+        ]
+    }
+
+    #[test]
+    fn threads_that_wait_start_on_the_pin_s_node_counts_beside_a_load_in_a_group_apart_on_every_node() {
+        // The load takes half of every core: Linux's 5 and 3 answer
+        // nothing the threads need, and the most crowded core gates every
+        // round (sim, 4x8 `barrier` A.2: 71.5 -> 66.8 s).
+        let even = vec![Some(0.5), Some(0.5), None, Some(0.5), Some(0.5), None, None];
+        assert_eq!(first_probe_per_node(even), vec![4, 4]);
+        // The load on node 0 only: Linux's counts answer it, and stay.
+        let on_node_0 = vec![Some(0.5), Some(0.5), None, Some(0.0), Some(0.0), None, None];
+        assert_eq!(first_probe_per_node(on_node_0), vec![5, 3]);
     }
 
     #[test]
@@ -2935,6 +3029,7 @@ mod tests {
                 others_by_core_from: from,
                 wake_slice_s,
                 linux_moved: None,
+                grain_s: None,
             };
             let (learner, _) = run_after_linux_told(policy, &linux, &share, 200, &told);
             let learner: Vec<Vec<usize>> = learner.into_iter().map(|(_, place)| place).collect();
