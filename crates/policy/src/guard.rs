@@ -755,6 +755,17 @@ impl Guard {
         (weight > 0.0).then(|| sum / weight)
     }
 
+    /// Linux's distance from its memory as the locality rules take it: the
+    /// larger of `near` (its windows next to a probe, or its last one) and
+    /// its own windows' level ([`Guard::linux_remote_level`]), whichever
+    /// is known.
+    fn linux_remote_at_least(&self, near: Option<f64>) -> Option<f64> {
+        match (near, self.linux_remote_level()) {
+            (Some(near), Some(level)) => Some(near.max(level)),
+            (near, level) => near.or(level),
+        }
+    }
+
     /// Periods per window: `window`, and at least one scored period.
     fn window_length(&self) -> u32 {
         self.cfg.window.max(self.cfg.settle.max(1) + 1)
@@ -930,11 +941,7 @@ impl Guard {
                     // Linux's windows next to a probe start from where the
                     // learner left the threads and their memory; where its
                     // own windows have run farther on the whole, that counts.
-                    let linux = match (linux, self.linux_remote_level()) {
-                        (Some(near), Some(level)) => Some(near.max(level)),
-                        (near, level) => near.or(level),
-                    };
-                    (linux, learner)
+                    (self.linux_remote_at_least(linux), learner)
                 };
                 let linux_farther = matches!((linux_remote, learner_remote), (Some(linux), Some(learner))
                     if self.cfg.remote_gap < 1.0 && linux - learner >= self.cfg.remote_gap);
@@ -1093,10 +1100,7 @@ impl Guard {
         // held placement none).
         if self.champion == Arm::Os
             && let Some(learner) = self.hold_remote
-            && let Some(linux) = match (self.os_signs.remote, self.linux_remote_level()) {
-                (Some(last), Some(level)) => Some(last.max(level)),
-                (last, level) => last.or(level),
-            }
+            && let Some(linux) = self.linux_remote_at_least(self.os_signs.remote)
             && linux - learner >= self.cfg.remote_gap
         {
             self.replay = None;
