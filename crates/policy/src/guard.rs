@@ -464,10 +464,10 @@ pub struct Guard {
     /// champion), and Linux's score at the last of them.
     ties: Option<(u32, f64)>,
     /// The share of the threads' memory on other nodes in the learner's
-    /// probe that started the hold in place (`replay` or `ties`, Linux
-    /// champion), where Linux's threads did not run farther from theirs
-    /// by `remote_gap` then: once they do, the hold ends (the same
-    /// probe, tying again, would now go to the learner).
+    /// last probe compared, Linux champion, where Linux's threads did not
+    /// run farther from theirs by `remote_gap` then: a hold in place
+    /// (`replay` or `ties`) started at that probe, so once they do, it
+    /// ends (the same probe, tying again, would now go to the learner).
     hold_remote: Option<f64>,
     /// Signs of Linux's blind spots summed over the scored periods of the
     /// window in progress.
@@ -488,6 +488,10 @@ pub struct Guard {
     /// Where the run stands with the one retry of a lost first probe made
     /// on Linux's blind spot ([`GuardConfig::blind_retry_after`]).
     blind_retry: BlindRetry,
+    /// The learner's probes compared with Linux champion so far, and the
+    /// last one's score over the Linux level it was compared with
+    /// ([`Guard::learner_probes_compared`]).
+    learner_probes: (u64, f64),
     /// Periods decided by each arm, and how often the champion changed.
     stats: GuardStats,
 }
@@ -581,8 +585,17 @@ impl Guard {
             catch_up: None,
             probe_rebalanced: false,
             linux_own_window_ended: false,
+            learner_probes: (0, 0.0),
             stats: GuardStats::default(),
         }
+    }
+
+    /// How many of the learner's probes were compared with Linux champion
+    /// so far, and how the last one did: its score over the level of
+    /// Linux's windows it was compared with (above 1 + `margin`: it won).
+    /// The policy tells which of its placements did better against Linux.
+    pub fn learner_probes_compared(&self) -> (u64, f64) {
+        self.learner_probes
     }
 
     /// The arm that has won the comparisons so far.
@@ -872,6 +885,8 @@ impl Guard {
                 && before > 0.0
                 && probe > self.linux_level(before).max(self.earlier.unwrap_or(0.0)) * (1.0 + self.cfg.decisive)
             {
+                let level = self.linux_level(before).max(self.earlier.unwrap_or(0.0));
+                self.learner_probes = (self.learner_probes.0 + 1, probe / level);
                 self.champion = Arm::Learn;
                 self.stats.switches += 1;
                 self.ties = None;
@@ -924,6 +939,9 @@ impl Guard {
                 (a, b) => a.or(b),
             };
             if let Some(base) = base.filter(|&b| b > 0.0) {
+                if self.champion == Arm::Os {
+                    self.learner_probes = (self.learner_probes.0 + 1, probe / base);
+                }
                 let won = probe > base * (1.0 + self.cfg.margin);
                 let tied = !won && probe >= base * (1.0 - self.cfg.margin);
                 // How much more of the threads' memory lay on other nodes

@@ -151,6 +151,9 @@ pub struct LearnPolicy {
     /// Linux crowded ([`LearnPolicy::leave_crowded_nodes`]): if it loses,
     /// they go back.
     leaving_on_trial: bool,
+    /// How the probes' starts did against Linux while it is champion
+    /// ([`LearnPolicy::better_start`]).
+    start_trials: StartTrials,
     /// Moving average of the program's waiting share (the share of its
     /// sampled CPU time in waiting code), [`WAITING_AVERAGE_WEIGHT`] a period.
     waiting_avg: Option<f64>,
@@ -162,6 +165,56 @@ pub struct LearnPolicy {
     forgets_at: Option<f64>,
     /// When the last period ended: how long the one ending now lasted.
     last_time_s: Option<f64>,
+}
+
+/// Where a probe's threads start, node by node
+/// ([`LearnPolicy::start_where_linux_was`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StartNodes {
+    /// On the node Linux has each on.
+    Linux,
+    /// Off the nodes Linux crowded, where the crowd's measurements say
+    /// they gain by it ([`LearnPolicy::leave_crowded_nodes`]).
+    LeaveCrowded,
+    /// As many on each node as the round-robin pin puts there, the fewest
+    /// moved from Linux's ([`LearnPolicy::spread_as_the_pin`]).
+    Pin,
+}
+
+/// How the two starts of a probe did against Linux while it is champion:
+/// Linux's threads per node, and any other count (recorded as `Pin`).
+/// Forgotten once the learner leads.
+#[derive(Clone, Copy, Debug, Default)]
+struct StartTrials {
+    /// The counts the last probe started from, and how many of the
+    /// learner's probes the guard had compared then.
+    last: Option<StartNodes>,
+    started_at: u64,
+    /// The guard's compared probes already recorded.
+    recorded: u64,
+    /// Each count's score over Linux's level in its last probe compared.
+    linux: Option<f64>,
+    pin: Option<f64>,
+}
+
+impl StartTrials {
+    fn started(&mut self, counts: StartNodes, compared: u64) {
+        self.last = Some(counts);
+        self.started_at = compared;
+    }
+
+    /// Records the guard's comparison of the last probe, if it made one
+    /// since: the probe's score over Linux's level.
+    fn compared(&mut self, (compared, ratio): (u64, f64)) {
+        if compared > self.recorded && compared > self.started_at {
+            match self.last {
+                Some(StartNodes::Linux) => self.linux = Some(ratio),
+                Some(_) => self.pin = Some(ratio),
+                None => {}
+            }
+        }
+        self.recorded = self.recorded.max(compared);
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -225,6 +278,7 @@ impl LearnPolicy {
             node_cores,
             started: false,
             leaving_on_trial: false,
+            start_trials: StartTrials::default(),
             waiting_avg: None,
             seen_waiting: false,
             forgets_at: None,
@@ -439,15 +493,16 @@ impl LearnPolicy {
     /// crowd's measurements say gain by it leave for the nodes it left
     /// short ([`LearnPolicy::leave_crowded_nodes`]); their memory stays
     /// where Linux had them (their NUMA home).
-    fn start_where_linux_was(&mut self, input: &PeriodInput<'_>, leave: bool) {
-        let linux_core = self.linux_cores();
-        let linux_node = self.nodes_of(&linux_core);
-        let start_node = if leave {
-            self.leave_crowded_nodes(input, &linux_core, &linux_node)
-        } else {
-            linux_node.clone()
-        };
+    fn start_where_linux_was(&mut self, input: &PeriodInput<'_>, start: StartNodes) {
+        let (linux_node, start_node) = self.start_nodes(input, start);
         self.leaving_on_trial = start_node != linux_node;
+        let counts = if self.per_node(&start_node) == self.per_node(&linux_node) {
+            StartNodes::Linux
+        } else {
+            StartNodes::Pin
+        };
+        self.start_trials
+            .started(counts, self.guard.learner_probes_compared().0);
         // Its memory is where it was first seen, where that is known; a
         // thread that has not started its work touches it where it starts.
         let home_of = |thread: &LearnThread, linux: usize, node: usize| {
@@ -500,6 +555,27 @@ impl LearnPolicy {
         }
     }
 
+    /// The node Linux has each thread on, and the one `start` puts it on.
+    fn start_nodes(&mut self, input: &PeriodInput<'_>, start: StartNodes) -> (Vec<Option<usize>>, Vec<Option<usize>>) {
+        let linux_core = self.linux_cores();
+        let linux_node = self.nodes_of(&linux_core);
+        let start_node = match start {
+            StartNodes::Linux => linux_node.clone(),
+            StartNodes::LeaveCrowded => self.leave_crowded_nodes(input, &linux_core, &linux_node),
+            StartNodes::Pin => self.spread_as_the_pin(&linux_node, &vec![true; linux_node.len()]),
+        };
+        (linux_node, start_node)
+    }
+
+    /// Threads per node.
+    fn per_node(&self, node: &[Option<usize>]) -> Vec<usize> {
+        let mut count = vec![0; self.layout.nodes()];
+        for &node in node.iter().flatten() {
+            count[node] += 1;
+        }
+        count
+    }
+
     /// The learner's first period after a window of Linux's: where the
     /// learner's first probe took threads off the nodes Linux crowded, it
     /// is over now; had it lost, Linux would still be champion, and the
@@ -521,12 +597,18 @@ impl LearnPolicy {
     /// of Linux's time). Threads that wait for each other keep the
     /// learner's placement: starting there from Linux's cost the barrier
     /// programs' D cells up to 15% (docs/simulator.md, "Threads that never
-    /// sleep pool from the start").
+    /// sleep pool from the start"); but where a probe from Linux's threads
+    /// per node or from another count lost, the next starts from the
+    /// better of the two ([`LearnPolicy::better_start`]), and a first probe
+    /// off the nodes Linux crowded that lost goes back to Linux's counts
+    /// unless they did worse.
     fn after_linux_window(&mut self, input: &PeriodInput<'_>) {
         let on_trial = std::mem::take(&mut self.leaving_on_trial);
         if self.guard.champion() != Arm::Os {
+            self.start_trials = StartTrials::default();
             return;
         }
+        self.start_trials.compared(self.guard.learner_probes_compared());
         if alone_on_its_cpus(input) && self.spinning() && self.crowded_for_spinning(&self.nodes_of(&self.linux_cores()))
         {
             if on_trial {
@@ -535,15 +617,64 @@ impl LearnPolicy {
             } else {
                 let held: Vec<Option<usize>> = self.threads.iter().map(|thread| Some(thread.numa.node)).collect();
                 if self.crowded_for_spinning(&held) {
-                    self.start_where_linux_was(input, true);
+                    self.start_where_linux_was(input, StartNodes::LeaveCrowded);
+                }
+            }
+        } else if !self.holds_places() && (self.pools(input) || !self.never_waits(input)) {
+            if let Some(start) = self.better_start(on_trial) {
+                // The learner's threads per node already: nothing else to
+                // try (a fresh start would only undo its moves in the
+                // nodes).
+                let (_, start_node) = self.start_nodes(input, start);
+                let held: Vec<Option<usize>> = self.threads.iter().map(|thread| Some(thread.numa.node)).collect();
+                if on_trial || self.per_node(&start_node) != self.per_node(&held) {
+                    self.start_where_linux_was(input, start);
                 }
             }
         } else if on_trial {
-            self.start_where_linux_was(input, false);
+            self.start_where_linux_was(input, StartNodes::Linux);
         } else if self.holds_places() {
             self.deal_held_places_around_others(input);
-        } else if !self.pools(input) && self.never_waits(input) {
-            self.start_where_linux_was(input, true);
+        } else {
+            self.start_where_linux_was(input, StartNodes::LeaveCrowded);
+        }
+    }
+
+    /// Where the next probe of threads that keep the learner's placement
+    /// between probes starts, Linux champion (`None`: where the last one
+    /// left them). A probe starts from Linux's threads per node or from
+    /// another count (the round-robin pin's, or, the first probe, off the
+    /// nodes Linux crowded); once one of them lost by more than the
+    /// guard's `margin`, the other is tried (a first probe off the crowded
+    /// nodes that lost at all: Linux's), and from then on the one that did
+    /// better against Linux in its last probe. A start that lost once may still be the better of the two:
+    /// sim, 4x8 `barrier` D, the load on one node: a first probe with the
+    /// pin's counts lost narrowly in the program's start-up, the probes
+    /// from Linux's counts, which left that node empty, by 8%, and were
+    /// held for 20 s (72.9 s, where runs whose first probe won took 67.3).
+    fn better_start(&self, on_trial: bool) -> Option<StartNodes> {
+        let trials = &self.start_trials;
+        let Some(held) = trials.last else {
+            return on_trial.then_some(StartNodes::Linux);
+        };
+        // Linux's counts with other threads on the nodes: back to Linux's
+        // own, beside their memory.
+        if on_trial && held == StartNodes::Linux {
+            return Some(StartNodes::Linux);
+        }
+        let (other, held_did, other_did) = match held {
+            StartNodes::Linux => (StartNodes::Pin, trials.linux, trials.pin),
+            _ => (StartNodes::Linux, trials.pin, trials.linux),
+        };
+        match (held_did, other_did) {
+            (_, None) if on_trial => Some(other),
+            // A tie is no loss: a probe that tried the other start after
+            // one cost 2x14 `barrier` D, the load in the program's session,
+            // 13% (the pin's counts lost by a third there, and Linux, its
+            // budget spent, held the threads for 19 s).
+            (Some(held_did), None) if held_did < 1.0 - self.cfg.guard.margin => Some(other),
+            (Some(held_did), Some(other_did)) if other_did > held_did => Some(other),
+            _ => None,
         }
     }
 
@@ -1346,7 +1477,7 @@ impl Policy for LearnPolicy {
         }
         let after_os = std::mem::take(&mut self.after_os);
         if !std::mem::replace(&mut self.started, true) {
-            self.start_where_linux_was(input, true);
+            self.start_where_linux_was(input, StartNodes::LeaveCrowded);
         } else if after_os {
             self.after_linux_window(input);
         }
@@ -2708,6 +2839,9 @@ mod tests {
         linux_moved: Option<(u64, Vec<Option<usize>>)>,
         /// Every thread's grain (how long it works between two waits).
         grain_s: Option<f64>,
+        /// The program's progress in a period, from the places decided
+        /// for it (Linux's: every thread on the whole machine).
+        progress: Option<fn(&[usize]) -> f64>,
     }
 
     /// The same, the target telling `told`; each of the learner's
@@ -2721,6 +2855,7 @@ mod tests {
     ) -> (Vec<(u64, Vec<usize>)>, LearnPolicy) {
         let whole = policy.layout().whole();
         let mut learner = Vec::new();
+        let mut last_place: Option<Vec<usize>> = None;
         for period in 0..periods {
             let shares: Vec<ThreadSample> = (1..=linux.len() as u64)
                 .zip(share)
@@ -2741,6 +2876,10 @@ mod tests {
                 .as_deref()
                 .filter(|_| period >= told.others_by_core_from);
             input.wake_slice_s = told.wake_slice_s;
+            input.progress = told
+                .progress
+                .zip(last_place.as_deref())
+                .map(|(progress, place)| progress(place));
             if wants {
                 input.cores = Some(match &told.linux_moved {
                     Some((from, moved)) if period >= *from => moved,
@@ -2749,8 +2888,9 @@ mod tests {
             }
             let decision = policy.decide(&input);
             if policy.guard().arm() == Arm::Learn && !decision.place.contains(&whole) {
-                learner.push((period, decision.place));
+                learner.push((period, decision.place.clone()));
             }
+            last_place = Some(decision.place);
         }
         (learner, policy)
     }
@@ -2818,6 +2958,78 @@ mod tests {
         // The load on node 0 only: Linux's counts answer it, and stay.
         let on_node_0 = vec![Some(0.5), Some(0.5), None, Some(0.0), Some(0.0), None, None];
         assert_eq!(first_probe_per_node(on_node_0), vec![5, 3]);
+    }
+
+    /// Threads on node 0 (cores 0 and 1) in each of the learner's probes
+    /// (its first placement after a window of Linux's), and whether the
+    /// learner leads at the end: eight threads that wait between rounds of
+    /// 1 ms on two nodes of two cores, Linux's on `linux`, other programs'
+    /// load in a group apart on node 0 or (`even`) on both, the program
+    /// progressing as `progress` says (10 a period under Linux).
+    fn probes_on_node_0(linux: [usize; 8], even: bool, progress: fn(&[usize]) -> f64) -> (Vec<usize>, bool) {
+        let policy = LearnPolicy::new(Layout::uniform(2, 2), probe_at_once(2), 1);
+        assert_eq!(policy.layout().whole(), 6, "on_node_0 tells Linux's placements by it");
+        let told = Told {
+            others: Some(0.3),
+            others_by_core: Some(vec![
+                Some(0.5),
+                Some(0.5),
+                None,
+                Some(if even { 0.5 } else { 0.0 }),
+                Some(if even { 0.5 } else { 0.0 }),
+                None,
+                None,
+            ]),
+            wake_slice_s: Some(0.003),
+            grain_s: Some(0.001),
+            progress: Some(progress),
+            ..Told::default()
+        };
+        let (placements, policy) = run_after_linux_told(policy, &linux.map(Some), &[Some(0.5); 8], 600, &told);
+        let mut probes = Vec::new();
+        let mut last_period = None;
+        for (period, place) in placements {
+            if last_period != period.checked_sub(1) {
+                probes.push(place.iter().filter(|&&place| place < 2).count());
+            }
+            last_period = Some(period);
+        }
+        (probes, policy.guard().champion() == Arm::Learn)
+    }
+
+    /// Linux's placements carry every thread on the whole machine (place
+    /// 6); the learner's progress by its threads on node 0.
+    fn on_node_0(place: &[usize]) -> Option<usize> {
+        (!place.contains(&6)).then(|| place.iter().filter(|&&place| place < 2).count())
+    }
+
+    #[test]
+    fn a_probe_from_linux_s_node_counts_that_lost_is_followed_by_one_from_the_pin_s_and_the_better_start_is_kept() {
+        // Linux's 3 and 5 threads are not crowding (the first probe starts
+        // there) and lose; the pin's 4 and 4 win (sim, 8x32 `barrier` D,
+        // the load on one node: Linux's counts lost by 17% and were held
+        // for 20 s, the pin's won from then on).
+        let (probes, leads) = probes_on_node_0([0, 1, 0, 3, 4, 3, 4, 3], false, |place| match on_node_0(place) {
+            None => 10.0,
+            Some(4) => 12.0,
+            Some(_) => 8.0,
+        });
+        assert_eq!(probes[0], 3, "{probes:?}");
+        assert_eq!(probes[1], 4, "{probes:?}");
+        assert!(leads, "{probes:?}");
+        // The load on both nodes: the first probe starts on the pin's
+        // counts and loses narrowly, the probe from Linux's counts after
+        // it by more; the next go back to the pin's (sim, 4x8 `barrier` D:
+        // a first probe off the nodes Linux crowded lost in the program's
+        // start-up, 72.9 -> 68.8 s).
+        let (probes, _) = probes_on_node_0([0, 1, 0, 3, 4, 3, 4, 3], true, |place| match on_node_0(place) {
+            None => 10.0,
+            Some(4) => 9.5,
+            Some(_) => 7.0,
+        });
+        assert!(probes.len() >= 3, "{probes:?}");
+        assert_eq!(probes[..2], [4, 3], "{probes:?}");
+        assert!(probes[2..].iter().all(|&on_0| on_0 == 4), "{probes:?}");
     }
 
     #[test]
@@ -3028,8 +3240,7 @@ mod tests {
                 others_by_core: by_core.map(<[_]>::to_vec),
                 others_by_core_from: from,
                 wake_slice_s,
-                linux_moved: None,
-                grain_s: None,
+                ..Told::default()
             };
             let (learner, _) = run_after_linux_told(policy, &linux, &share, 200, &told);
             let learner: Vec<Vec<usize>> = learner.into_iter().map(|(_, place)| place).collect();
