@@ -883,9 +883,9 @@ impl Guard {
                 && self.linux_looks_blind()
                 && let (Some(probe), Some(before)) = (score, self.before)
                 && before > 0.0
-                && probe > self.linux_level(before).max(self.earlier.unwrap_or(0.0)) * (1.0 + self.cfg.decisive)
+                && let level = self.linux_level(before).max(self.earlier.unwrap_or(0.0))
+                && probe > level * (1.0 + self.cfg.decisive)
             {
-                let level = self.linux_level(before).max(self.earlier.unwrap_or(0.0));
                 self.learner_probes = (self.learner_probes.0 + 1, probe / level);
                 self.champion = Arm::Learn;
                 self.stats.switches += 1;

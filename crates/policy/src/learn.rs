@@ -186,12 +186,12 @@ enum StartNodes {
 /// Forgotten once the learner leads.
 #[derive(Clone, Copy, Debug, Default)]
 struct StartTrials {
-    /// The counts the last probe started from, and how many of the
-    /// learner's probes the guard had compared then.
+    /// The counts the last probe started from.
     last: Option<StartNodes>,
-    started_at: u64,
-    /// The guard's compared probes already recorded.
-    recorded: u64,
+    /// The guard's count of compared probes already accounted for (at
+    /// the last start or the last record): a larger count is a comparison
+    /// of a probe made since.
+    seen: u64,
     /// Each count's score over Linux's level in its last probe compared.
     linux: Option<f64>,
     pin: Option<f64>,
@@ -200,20 +200,20 @@ struct StartTrials {
 impl StartTrials {
     fn started(&mut self, counts: StartNodes, compared: u64) {
         self.last = Some(counts);
-        self.started_at = compared;
+        self.seen = compared;
     }
 
     /// Records the guard's comparison of the last probe, if it made one
     /// since: the probe's score over Linux's level.
     fn compared(&mut self, (compared, ratio): (u64, f64)) {
-        if compared > self.recorded && compared > self.started_at {
+        if compared > self.seen {
             match self.last {
                 Some(StartNodes::Linux) => self.linux = Some(ratio),
                 Some(_) => self.pin = Some(ratio),
                 None => {}
             }
+            self.seen = compared;
         }
-        self.recorded = self.recorded.max(compared);
     }
 }
 
@@ -567,6 +567,11 @@ impl LearnPolicy {
         (linux_node, start_node)
     }
 
+    /// The node each thread is on in the learner's placement.
+    fn held_nodes(&self) -> Vec<Option<usize>> {
+        self.threads.iter().map(|thread| Some(thread.numa.node)).collect()
+    }
+
     /// Threads per node.
     fn per_node(&self, node: &[Option<usize>]) -> Vec<usize> {
         let mut count = vec![0; self.layout.nodes()];
@@ -615,7 +620,7 @@ impl LearnPolicy {
                 // Spread already: held so, still on trial.
                 self.leaving_on_trial = true;
             } else {
-                let held: Vec<Option<usize>> = self.threads.iter().map(|thread| Some(thread.numa.node)).collect();
+                let held = self.held_nodes();
                 if self.crowded_for_spinning(&held) {
                     self.start_where_linux_was(input, StartNodes::LeaveCrowded);
                 }
@@ -626,7 +631,7 @@ impl LearnPolicy {
                 // try (a fresh start would only undo its moves in the
                 // nodes).
                 let (_, start_node) = self.start_nodes(input, start);
-                let held: Vec<Option<usize>> = self.threads.iter().map(|thread| Some(thread.numa.node)).collect();
+                let held = self.held_nodes();
                 if on_trial || self.per_node(&start_node) != self.per_node(&held) {
                     self.start_where_linux_was(input, start);
                 }
