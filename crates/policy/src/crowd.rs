@@ -416,6 +416,16 @@ impl Crowd {
         }
     }
 
+    /// Whether another program's load was measured on core place `place`
+    /// less than `within_s` before `now_s` (whatever `forget_s` says).
+    pub fn loaded_within(&self, place: usize, now_s: f64, within_s: f64) -> bool {
+        self.others
+            .get(place)
+            .copied()
+            .flatten()
+            .is_some_and(|(others, at)| others > 0.0 && now_s - at < within_s)
+    }
+
     /// The first time after `now_s` at which the load believed on a core
     /// none of the program's threads holds (none of `places`, the threads'
     /// places) is forgotten, so that the core looks idle and may be tried

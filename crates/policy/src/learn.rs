@@ -66,7 +66,8 @@
 //!            move: furthest behind their siblings' mean run time (summed
 //!            over every period, Linux's too) with furthest ahead, while
 //!            `catch_up_s` apart and the place ahead is faster by `margin`
-//!            (across nodes, no more of the two away from their memory)
+//!            (across nodes, more of the two away from their memory only
+//!            once a working thread ended, at the remote cost: worker_ended)
 //!          moves = "drawn": place_i = fresh ? pla.current() : pla.choose(rng)
 //!            (cores only while the guard finds Linux blind: its last
 //!            window lost to the learner's by more than `decisive`)
@@ -163,6 +164,10 @@ pub struct LearnPolicy {
     /// When the crowd forgets the load of a core the threads do not hold
     /// (crowd moves): the guard's wait for a new placement ends then.
     forgets_at: Option<f64>,
+    /// A thread that was awake ended while others still run: the threads
+    /// have work of their own, and the run ends with the last of them
+    /// (catch-up trades may then cross nodes: [`LearnPolicy::catch_up_trades`]).
+    worker_ended: bool,
     /// When the last period ended: how long the one ending now lasted.
     last_time_s: Option<f64>,
 }
@@ -282,6 +287,7 @@ impl LearnPolicy {
             waiting_avg: None,
             seen_waiting: false,
             forgets_at: None,
+            worker_ended: false,
             last_time_s: None,
         }
     }
@@ -408,11 +414,13 @@ impl LearnPolicy {
         );
         let mut previous = std::mem::take(&mut self.threads).into_iter().peekable();
         let mut ended = false;
+        let mut ended_awake = false;
         let mut appeared = false;
         let mut threads = Vec::with_capacity(input.threads.len());
         for sample in input.threads {
-            while previous.next_if(|t| t.key < sample.key).is_some() {
+            while let Some(gone) = previous.next_if(|t| t.key < sample.key) {
                 ended = true;
+                ended_awake |= !gone.naps.asleep();
             }
             let thread = match previous.next_if(|t| t.key == sample.key) {
                 Some(mut thread) => {
@@ -426,8 +434,12 @@ impl LearnPolicy {
             };
             threads.push(thread);
         }
-        ended |= previous.next().is_some();
+        for gone in previous {
+            ended = true;
+            ended_awake |= !gone.naps.asleep();
+        }
         self.threads = threads;
+        self.worker_ended |= ended_awake && !self.threads.is_empty();
         if ended || appeared {
             // A new placement for the guard's next probe of the learner.
             self.guard.learner_changed();
@@ -495,8 +507,15 @@ impl LearnPolicy {
     /// where Linux had them (their NUMA home).
     fn start_where_linux_was(&mut self, input: &PeriodInput<'_>, start: StartNodes) {
         let (linux_node, start_node) = self.start_nodes(input, start);
+        self.start_on(input, &linux_node, start_node);
+    }
+
+    /// Starts every thread Linux placed on the node `start_node` gives it
+    /// (`linux_node`: where Linux had it), as
+    /// [`LearnPolicy::start_where_linux_was`] describes.
+    fn start_on(&mut self, input: &PeriodInput<'_>, linux_node: &[Option<usize>], start_node: Vec<Option<usize>>) {
         self.leaving_on_trial = start_node != linux_node;
-        let counts = if self.per_node(&start_node) == self.per_node(&linux_node) {
+        let counts = if self.per_node(&start_node) == self.per_node(linux_node) {
             StartNodes::Linux
         } else {
             StartNodes::Pin
@@ -572,13 +591,9 @@ impl LearnPolicy {
         self.threads.iter().map(|thread| Some(thread.numa.node)).collect()
     }
 
-    /// Threads per node.
+    /// Threads per node of the machine.
     fn per_node(&self, node: &[Option<usize>]) -> Vec<usize> {
-        let mut count = vec![0; self.layout.nodes()];
-        for &node in node.iter().flatten() {
-            count[node] += 1;
-        }
-        count
+        threads_per_node(node.iter().copied(), self.layout.nodes())
     }
 
     /// The learner's first period after a window of Linux's: where the
@@ -630,10 +645,9 @@ impl LearnPolicy {
                 // The learner's threads per node already: nothing else to
                 // try (a fresh start would only undo its moves in the
                 // nodes).
-                let (_, start_node) = self.start_nodes(input, start);
-                let held = self.held_nodes();
-                if on_trial || self.per_node(&start_node) != self.per_node(&held) {
-                    self.start_where_linux_was(input, start);
+                let (linux_node, start_node) = self.start_nodes(input, start);
+                if on_trial || self.per_node(&start_node) != self.per_node(&self.held_nodes()) {
+                    self.start_on(input, &linux_node, start_node);
                 }
             }
         } else if on_trial {
@@ -1231,9 +1245,22 @@ impl LearnPolicy {
     /// placement, which maximises the program's CPU, leaves some threads a
     /// crowded core for good (sim, 2x14 program's session `independent` D:
     /// ten threads alone on free cores ended at 50-55 s, thirty three to a
-    /// loaded core at 87-94 s). Across nodes only where no more of the two
-    /// end away from their memory's node than before (trades that took
-    /// threads away cost 2x14 own session `independent` D 6.7%).
+    /// loaded core at 87-94 s). A trade that takes more of the two away
+    /// from their memory's node waits until a thread that was awake has
+    /// ended while others still run (`worker_ended`: the threads have work
+    /// of their own, and the run ends with the last of them), and the place
+    /// ahead must run the one behind faster by `margin` after the whole
+    /// remote cost, where memory follows too (such a trade comes near the
+    /// run's end, and the threads trade again as their leads change: at the
+    /// passing cost, 8x32 `independent` C.2 went 0.833 -> 0.859 of Linux's
+    /// time, against 0.830 at the whole cost). Allowed from the start,
+    /// such trades cost 2x14 own session `independent` D 6.7%, and in 4x8
+    /// `independent` D every thread ran 1-3 CPU-seconds more for the
+    /// memory moved (seed 1: 78.1 -> 81.7 s). Never allowed, threads
+    /// whose node the load reached near the end ran at a tenth of a core
+    /// there while their siblings, two to a free core, were ahead (4x8
+    /// `independent` D, the load on node 3 from 60 s: seeds 3 and 4 took
+    /// 88.3 and 83.2 s, 78.7 and 77.3 with the trades).
     fn catch_up_trades(&mut self, input: &PeriodInput<'_>, mut place: Vec<usize>) -> Vec<usize> {
         let gap_s = self.cfg.crowd.catch_up_s;
         if gap_s == 0.0 || !self.crowd.pooled {
@@ -1252,6 +1279,13 @@ impl LearnPolicy {
         }
         still.sort_by(|a, b| self.threads[a.0].lead_s.total_cmp(&self.threads[b.0].lead_s));
         let margin = self.cfg.crowd.margin;
+        // How many times slower a thread runs on node `to` than on `from`
+        // for its memory.
+        let remote_cost = self.aspiration.remote_cost();
+        let slower = |index: usize, from: usize, to: usize| {
+            let home = self.threads[index].numa.home;
+            (kept_on(from, home, remote_cost) / kept_on(to, home, remote_cost)).max(1.0)
+        };
         let (mut behind, mut ahead) = (0, still.len() - 1);
         while behind < ahead {
             let (b, b_ran) = still[behind];
@@ -1259,13 +1293,18 @@ impl LearnPolicy {
             if self.threads[a].lead_s - self.threads[b].lead_s < gap_s {
                 break;
             }
-            // The place ahead must run the one behind faster; a pair that
-            // does not qualify is passed over on the side that fails.
+            // The place ahead must run the one behind faster (away from its
+            // memory, at the remote cost); a pair that does not qualify is
+            // passed over on the side that fails.
             let (node_a, node_b) = (self.node_of_core(place[a]), self.node_of_core(place[b]));
             let away = |index: usize, node: usize| usize::from(self.threads[index].numa.home != node);
-            let crosses = node_a != node_b;
-            let farther = away(a, node_b) + away(b, node_a) > away(a, node_a) + away(b, node_b);
-            if !(crosses && farther) && a_ran > b_ran * (1.0 + margin) {
+            let farther = node_a != node_b && away(a, node_b) + away(b, node_a) > away(a, node_a) + away(b, node_b);
+            let ahead_runs_it = match (farther, self.worker_ended) {
+                (false, _) => a_ran,
+                (true, true) => a_ran / slower(b, node_b, node_a),
+                (true, false) => 0.0,
+            };
+            if ahead_runs_it > b_ran * (1.0 + margin) {
                 place.swap(a, b);
                 behind += 1;
                 ahead -= 1;
@@ -1295,7 +1334,12 @@ impl LearnPolicy {
     /// NUMA balancing), a node holding fewer of the program's awake threads
     /// per core than the thread's own costs only the passing remote cost
     /// ([`LearnPolicy::passing_remote_cost`]), and so does any core of such
-    /// a node the program holds none of: load that moved onto the node
+    /// a node the program holds none of, unless another program's load was
+    /// measured there less than [`CROSS_AGAIN_AFTER_S`] ago (the crowd
+    /// forgets it sooner: sim, 4x8 `independent` D, the threads on node 3
+    /// ended as the load came there at 60 s, and 5 s after the last
+    /// measured it four threads crossed there to a tenth of a core; seed 1
+    /// 79.7 -> 78.1 s): load that moved onto the node
     /// the program was on leaves the node it left idle, and the remote cost
     /// that kept the threads off it lasts only until their memory follows
     /// (sim, `--numa-balancing 2s`, 8x32 `barrier` D: the learner kept 37
@@ -1330,6 +1374,12 @@ impl LearnPolicy {
                 (t.numa.node, t.numa.home, cooling)
             })
             .collect();
+        // Load measured lately on a core (within a crossing's stay): a node
+        // the program left is not taken to be idle the moment the crowd
+        // forgets it.
+        let lately_loaded: Vec<bool> = (0..held.len())
+            .map(|core| self.crowd.loaded_within(core, input.time_s, CROSS_AGAIN_AFTER_S))
+            .collect();
         let layout = &self.layout;
         let cost = |index: usize, core: usize| {
             let (node, home, cooling) = threads[index];
@@ -1345,7 +1395,7 @@ impl LearnPolicy {
             // remote cost, any of its cores if the program holds none.
             if let Some(passing) = passing
                 && per_core[to] < per_core[node]
-                && (held[core] || !node_held[to])
+                && (held[core] || (!node_held[to] && !lately_loaded[core]))
             {
                 return if to == home { 1.0 } else { passing };
             }
@@ -1642,16 +1692,25 @@ enum NodeCrowd {
     Even,
 }
 
+/// How many of `nodes` (each thread's node, `None`: on none) are on each
+/// of `node_count` nodes.
+fn threads_per_node(nodes: impl Iterator<Item = Option<usize>>, node_count: usize) -> Vec<usize> {
+    let mut count = vec![0; node_count];
+    for node in nodes.flatten() {
+        count[node] += 1;
+    }
+    count
+}
+
 /// Every node's [`NodeCrowd`] from the node Linux had each thread on
 /// (`None`: not placed) and whether it is awake, with `cores[n]` cores on
 /// node n; `None` when no node is crowded (or there is one node).
 fn crowded_nodes(linux_node: &[Option<usize>], awake: &[bool], cores: &[usize], factor: f64) -> Option<Vec<NodeCrowd>> {
-    let mut counts = vec![0usize; cores.len()];
-    for (node, &awake) in linux_node.iter().zip(awake) {
-        if let (Some(node), true) = (node, awake) {
-            counts[*node] += 1;
-        }
-    }
+    let awake_nodes = linux_node
+        .iter()
+        .zip(awake)
+        .map(|(&node, &awake)| node.filter(|_| awake));
+    let counts = threads_per_node(awake_nodes, cores.len());
     let total: usize = counts.iter().sum();
     let all_cores: usize = cores.iter().sum();
     if cores.len() < 2 || total == 0 || all_cores == 0 {
@@ -2430,6 +2489,47 @@ mod tests {
     }
 
     #[test]
+    fn where_memory_follows_a_node_the_threads_left_loaded_is_no_destination_while_its_load_is_recent() {
+        // Two nodes of one core, memory following after 2 s, a NUMA tick
+        // every second (periods of 50 ms). Round robin puts threads 1 3 on
+        // node 0 and 2 on node 1 beside another program weighing 9 (a tenth
+        // of the core); thread 2 ends at 0.5 s, leaving node 1 empty, while
+        // 1 and 3 share node 0's core. The crowd forgets node 1's load 5 s
+        // after it last measured it, but a node the program holds none of
+        // is believed idle only once its load was measured 10 s ago or
+        // more: no thread goes there before, and one does at the first
+        // tick after (as where the load left it).
+        let layout = Layout::uniform(2, 1);
+        let core: Vec<usize> = (0..2).map(|node| layout.cores_of(node).next().unwrap()).collect();
+        let load = [0.0, 9.0];
+        let cfg = LearnConfig {
+            reset_on_exit: false,
+            ..crowd_moves_without_zeta()
+        };
+        let mut policy = LearnPolicy::new(layout.clone(), cfg, 11)
+            .assuming_remote_cost(2.0)
+            .assuming_memory_follows(Some(2.0));
+        let mut places: Vec<usize> = Vec::new();
+        let mut there_at = None;
+        for period in 0..=260 {
+            let keys: &[ThreadKey] = if period < 10 { &[1, 2, 3] } else { &[1, 3] };
+            if period == 10 {
+                assert_eq!(places, vec![core[0], core[1], core[0]]);
+                places.remove(1);
+            }
+            let threads = crowded_samples(keys, &places, |p, crowd| {
+                1.0 / (crowd + load[layout.places()[p].node.expect("a core")])
+            });
+            places = policy.decide(&input(period, &threads, period % 20 == 4)).place;
+            if there_at.is_none() && places.contains(&core[1]) && period >= 10 {
+                there_at = Some(period as f64 * 0.05);
+            }
+        }
+        let there_at = there_at.expect("a thread tries node 1 again");
+        assert!((10.45..=11.45).contains(&there_at), "node 1 tried at {there_at} s");
+    }
+
+    #[test]
     fn where_memory_follows_only_a_sparser_node_costs_the_passing_remote_cost() {
         // Two nodes of one core. Threads 1 3 share node 0 with a load of 4
         // (a sixth each), thread 2 has node 1 beside a load of 1: a second
@@ -2557,6 +2657,73 @@ mod tests {
         assert!(spread(&traded) < 1.5, "{traded:?}");
         let total = |ran: &[f64]| ran.iter().sum::<f64>();
         assert!(total(&traded) > 0.97 * total(&held), "{traded:?} {held:?}");
+    }
+
+    /// Five threads that pool their work on two nodes of two cores, node
+    /// 1's cores loaded by another program weighing 9 (a tenth of a core
+    /// to a thread alone there), memory staying where it is (a remote cost
+    /// of 2), 400 periods; round robin starts threads 1 3 5 on node 0 and
+    /// 2 4 6 on node 1, and thread 5 ends at `ends_at` if given. Returns, per period, how many threads are away
+    /// from the node round robin started them on.
+    fn away_with_a_loaded_node(ends_at: Option<u64>) -> Vec<usize> {
+        let cfg = LearnConfig {
+            moves: Moves::Crowd,
+            ..papers()
+        };
+        let layout = Layout::uniform(2, 2);
+        let mut policy = LearnPolicy::new(layout.clone(), cfg, 5).assuming_remote_cost(2.0);
+        let load = |place: usize| {
+            if layout.places()[place].node == Some(1) {
+                9.0
+            } else {
+                0.0
+            }
+        };
+        let mut keys = vec![1, 2, 3, 4, 5, 6];
+        let mut places: Vec<usize> = Vec::new();
+        let mut started_on: Vec<usize> = Vec::new();
+        let mut away = Vec::new();
+        for period in 0..400 {
+            if Some(period) == ends_at {
+                let gone = keys.iter().position(|&key| key == 5).expect("thread 5 runs");
+                assert_eq!(layout.places()[places[gone]].node, Some(0), "thread 5 works on node 0");
+                keys.remove(gone);
+                places.remove(gone);
+                started_on.remove(gone);
+            }
+            let mut threads = crowded_samples(&keys, &places, |p, crowd| 1.0 / (crowd + load(p)));
+            for thread in &mut threads {
+                thread.worked = thread.share;
+            }
+            places = policy.decide(&input(period, &threads, false)).place;
+            let node = |place: usize| layout.places()[place].node.expect("a core");
+            if started_on.is_empty() {
+                started_on = places.iter().map(|&place| node(place)).collect();
+            }
+            away.push(
+                places
+                    .iter()
+                    .zip(&started_on)
+                    .filter(|&(&place, &start)| node(place) != start)
+                    .count(),
+            );
+        }
+        away
+    }
+
+    #[test]
+    fn once_a_working_thread_ended_the_threads_behind_trade_across_nodes_away_from_their_memory() {
+        // Threads 2 4 6 start on node 1, a fifth of a core or less each,
+        // and fall behind their siblings on node 0. Trading places with one ahead
+        // there would take both away from their memory (twice as slow):
+        // no trade crosses nodes while every thread still works.
+        assert!(away_with_a_loaded_node(None).iter().all(|&away| away == 0));
+        // Once thread 5 has ended, the others have work of their own and
+        // the run ends with the last: the place ahead runs the one behind
+        // faster even at the remote cost, and they trade across nodes.
+        let away = away_with_a_loaded_node(Some(200));
+        assert!(away[..200].iter().all(|&away| away == 0), "{:?}", &away[..200]);
+        assert!(away[200..].iter().any(|&away| away >= 2), "{:?}", &away[200..]);
     }
 
     #[test]
