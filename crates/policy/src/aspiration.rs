@@ -220,6 +220,13 @@ pub(crate) fn kept_on(node: usize, home: usize, remote_cost: f64) -> f64 {
     }
 }
 
+/// How many times slower a thread whose memory is on `home` runs on node
+/// `to` than on node `from` (at least 1: going home is no gain, its memory
+/// may no longer all be there), by [`kept_on`].
+pub(crate) fn slower_on(from: usize, to: usize, home: usize, remote_cost: f64) -> f64 {
+    (kept_on(from, home, remote_cost) / kept_on(to, home, remote_cost)).max(1.0)
+}
+
 /// Step (2) with memory in mind: as [`better_replies`], each node's speed
 /// counted `remote_cost` times slower unless it is `home` (where the
 /// thread's memory is), and an empty node a better reply only if it is no

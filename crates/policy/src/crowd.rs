@@ -410,20 +410,22 @@ impl Crowd {
     /// last measured while the program holds it (`held`), else for
     /// `cfg.forget_s` after it was measured, then 0 (assumed idle).
     pub fn others_on(&self, place: usize, now_s: f64, cfg: &CrowdConfig, held: bool) -> f64 {
-        match self.others.get(place).copied().flatten() {
-            Some((others, at)) if held || now_s - at < cfg.forget_s => others,
-            _ => 0.0,
-        }
+        let within_s = if held { f64::INFINITY } else { cfg.forget_s };
+        self.others_measured_within(place, now_s, within_s).unwrap_or(0.0)
     }
 
     /// Whether another program's load was measured on core place `place`
     /// less than `within_s` before `now_s` (whatever `forget_s` says).
     pub fn loaded_within(&self, place: usize, now_s: f64, within_s: f64) -> bool {
-        self.others
-            .get(place)
-            .copied()
-            .flatten()
-            .is_some_and(|(others, at)| others > 0.0 && now_s - at < within_s)
+        self.others_measured_within(place, now_s, within_s)
+            .is_some_and(|others| others > 0.0)
+    }
+
+    /// The others' weight last measured on `place`, if that was less than
+    /// `within_s` before `now_s`.
+    fn others_measured_within(&self, place: usize, now_s: f64, within_s: f64) -> Option<f64> {
+        let (others, at) = self.others.get(place).copied().flatten()?;
+        (now_s - at < within_s).then_some(others)
     }
 
     /// The first time after `now_s` at which the load believed on a core

@@ -97,7 +97,7 @@ use std::collections::BTreeMap;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::aspiration::{Aspiration, NumaState, kept_on};
+use crate::aspiration::{Aspiration, NumaState, slower_on};
 use crate::config::{LearnConfig, Moves, Start};
 use crate::crowd::{Crowd, Naps, Occupant, POOLING_MIN_THREADS, Pooling, node_areas, wake_weight};
 use crate::guard::{Arm, Guard, GuardStats, HandBack, Signs};
@@ -1279,13 +1279,7 @@ impl LearnPolicy {
         }
         still.sort_by(|a, b| self.threads[a.0].lead_s.total_cmp(&self.threads[b.0].lead_s));
         let margin = self.cfg.crowd.margin;
-        // How many times slower a thread runs on node `to` than on `from`
-        // for its memory.
         let remote_cost = self.aspiration.remote_cost();
-        let slower = |index: usize, from: usize, to: usize| {
-            let home = self.threads[index].numa.home;
-            (kept_on(from, home, remote_cost) / kept_on(to, home, remote_cost)).max(1.0)
-        };
         let (mut behind, mut ahead) = (0, still.len() - 1);
         while behind < ahead {
             let (b, b_ran) = still[behind];
@@ -1301,7 +1295,7 @@ impl LearnPolicy {
             let farther = node_a != node_b && away(a, node_b) + away(b, node_a) > away(a, node_a) + away(b, node_b);
             let ahead_runs_it = match (farther, self.worker_ended) {
                 (false, _) => a_ran,
-                (true, true) => a_ran / slower(b, node_b, node_a),
+                (true, true) => a_ran / slower_on(node_b, node_a, self.threads[b].numa.home, remote_cost),
                 (true, false) => 0.0,
             };
             if ahead_runs_it > b_ran * (1.0 + margin) {
@@ -1319,7 +1313,7 @@ impl LearnPolicy {
 
     /// Crowd moves over the whole machine, on a NUMA tick: a thread may
     /// also leave its node for a core of another where the run shares
-    /// promise more than the remote cost takes (`kept_on`: the NUMA
+    /// promise more than the remote cost takes (`slower_on`: the NUMA
     /// level's `remote_cost` away from its home; no bonus for going home,
     /// where its memory may no longer be). Load that moved onto a node
     /// leaves the program crowded there; one aspiration move per NUMA
@@ -1400,7 +1394,7 @@ impl LearnPolicy {
                 return if to == home { 1.0 } else { passing };
             }
             if held[core] {
-                (kept_on(node, home, remote_cost) / kept_on(to, home, remote_cost)).max(1.0)
+                slower_on(node, to, home, remote_cost)
             } else {
                 f64::INFINITY
             }
@@ -2659,12 +2653,13 @@ mod tests {
         assert!(total(&traded) > 0.97 * total(&held), "{traded:?} {held:?}");
     }
 
-    /// Five threads that pool their work on two nodes of two cores, node
+    /// Six threads that pool their work on two nodes of two cores, node
     /// 1's cores loaded by another program weighing 9 (a tenth of a core
     /// to a thread alone there), memory staying where it is (a remote cost
     /// of 2), 400 periods; round robin starts threads 1 3 5 on node 0 and
-    /// 2 4 6 on node 1, and thread 5 ends at `ends_at` if given. Returns, per period, how many threads are away
-    /// from the node round robin started them on.
+    /// 2 4 6 on node 1, and thread 5 ends at `ends_at` if given. Returns,
+    /// per period, how many threads are away from the node round robin
+    /// started them on.
     fn away_with_a_loaded_node(ends_at: Option<u64>) -> Vec<usize> {
         let cfg = LearnConfig {
             moves: Moves::Crowd,
@@ -2714,9 +2709,9 @@ mod tests {
     #[test]
     fn once_a_working_thread_ended_the_threads_behind_trade_across_nodes_away_from_their_memory() {
         // Threads 2 4 6 start on node 1, a fifth of a core or less each,
-        // and fall behind their siblings on node 0. Trading places with one ahead
-        // there would take both away from their memory (twice as slow):
-        // no trade crosses nodes while every thread still works.
+        // and fall behind their siblings on node 0. Trading places with one
+        // ahead there would take both away from their memory (twice as
+        // slow): no trade crosses nodes while every thread still works.
         assert!(away_with_a_loaded_node(None).iter().all(|&away| away == 0));
         // Once thread 5 has ended, the others have work of their own and
         // the run ends with the last: the place ahead runs the one behind
