@@ -1253,9 +1253,9 @@ impl LearnPolicy {
     /// remote cost, where memory follows too (such a trade comes near the
     /// run's end, and the threads trade again as their leads change: at the
     /// passing cost, 8x32 `independent` C.2 went 0.833 -> 0.859 of Linux's
-    /// time, against 0.830 at the whole cost). Allowed from the start,
+    /// time, against 0.831 at the whole cost). Allowed from the start,
     /// such trades cost 2x14 own session `independent` D 6.7%, and in 4x8
-    /// `independent` D every thread ran 1-3 CPU-seconds more for the
+    /// `independent` D each thread ran 0.5-3.7 CPU-seconds more for the
     /// memory moved (seed 1: 78.1 -> 81.7 s). Never allowed, threads
     /// whose node the load reached near the end ran at a tenth of a core
     /// there while their siblings, two to a free core, were ahead (4x8
