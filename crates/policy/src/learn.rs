@@ -1370,10 +1370,13 @@ impl LearnPolicy {
             .collect();
         // Load measured lately on a core (within a crossing's stay): a node
         // the program left is not taken to be idle the moment the crowd
-        // forgets it.
-        let lately_loaded: Vec<bool> = (0..held.len())
-            .map(|core| self.crowd.loaded_within(core, input.time_s, CROSS_AGAIN_AFTER_S))
-            .collect();
+        // forgets it. Only read where memory follows.
+        let lately_loaded: Vec<bool> = match passing {
+            Some(_) => (0..held.len())
+                .map(|core| self.crowd.loaded_within(core, input.time_s, CROSS_AGAIN_AFTER_S))
+                .collect(),
+            None => Vec::new(),
+        };
         let layout = &self.layout;
         let cost = |index: usize, core: usize| {
             let (node, home, cooling) = threads[index];
