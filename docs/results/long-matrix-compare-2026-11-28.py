@@ -19,7 +19,6 @@ def load(files):
         cells = {(r['workload'], r['scenario']) for r in part}
         runs = [r for r in runs if (r['workload'], r['scenario']) not in cells] + part
     for r in runs:
-        if r.get('completion_s') is None: continue
         t.setdefault((r['workload'], r['scenario'], r['scheduler']), {})[r['repeat']] = r['completion_s']
         if r['scheduler'] == 'learn' and r.get('os_share') is not None:
             share.setdefault((r['workload'], r['scenario']), []).append(r['os_share'])

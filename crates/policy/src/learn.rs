@@ -1359,7 +1359,16 @@ impl LearnPolicy {
             }
         }
         let remote_cost = self.aspiration.remote_cost();
-        let passing = self.passing_remote_cost(input.time_s);
+        // Where memory follows: the passing remote cost, and the load
+        // measured lately on each core (within a crossing's stay): a node
+        // the program left is not taken to be idle the moment the crowd
+        // forgets it.
+        let passing = self.passing_remote_cost(input.time_s).map(|cost| {
+            let lately_loaded: Vec<bool> = (0..held.len())
+                .map(|core| self.crowd.loaded_within(core, input.time_s, CROSS_AGAIN_AFTER_S))
+                .collect();
+            (cost, lately_loaded)
+        });
         let threads: Vec<(usize, usize, bool)> = self
             .threads
             .iter()
@@ -1368,15 +1377,6 @@ impl LearnPolicy {
                 (t.numa.node, t.numa.home, cooling)
             })
             .collect();
-        // Load measured lately on a core (within a crossing's stay): a node
-        // the program left is not taken to be idle the moment the crowd
-        // forgets it. Only read where memory follows.
-        let lately_loaded: Vec<bool> = match passing {
-            Some(_) => (0..held.len())
-                .map(|core| self.crowd.loaded_within(core, input.time_s, CROSS_AGAIN_AFTER_S))
-                .collect(),
-            None => Vec::new(),
-        };
         let layout = &self.layout;
         let cost = |index: usize, core: usize| {
             let (node, home, cooling) = threads[index];
@@ -1390,11 +1390,11 @@ impl LearnPolicy {
             // Where memory follows, a node with fewer of the program's
             // threads per core (none: the load left it) costs a passing
             // remote cost, any of its cores if the program holds none.
-            if let Some(passing) = passing
+            if let Some((passing, lately_loaded)) = &passing
                 && per_core[to] < per_core[node]
                 && (held[core] || (!node_held[to] && !lately_loaded[core]))
             {
-                return if to == home { 1.0 } else { passing };
+                return if to == home { 1.0 } else { *passing };
             }
             if held[core] {
                 slower_on(node, to, home, remote_cost)
