@@ -522,7 +522,9 @@ impl Crowd {
     /// `cost(occupant, core)`, the occupant's index in `occupants` and the
     /// core: how many times slower the thread would run there (away from
     /// its memory, say). An infinite cost rules the core out for it; a cost
-    /// that is not positive counts as 1.
+    /// below 1 (or not a number) counts as 1: no core promises more than
+    /// the program's share of it, which lets a whole area be passed over at
+    /// once.
     pub fn moves_costed(
         &mut self,
         layout: &Layout,
@@ -556,11 +558,23 @@ impl Crowd {
         // program's share of a core is at most 1): most cores are passed
         // over on it alone, without working out their promise.
         let mut cap: Vec<f64> = crowd.iter().map(|&k| 1.0 / (k as f64 + 1.0)).collect();
+        // The largest cap of each area: a thread whose bar it does not pass
+        // stays without a look at any core (with a thousand threads settled,
+        // nearly all of them).
+        let area_max = |cap: &[f64], area: &[usize]| {
+            area.iter()
+                .filter_map(|&core| cap.get(core).copied())
+                .fold(0.0, f64::max)
+        };
+        let mut area_cap: Vec<f64> = areas.iter().map(|area| area_max(&cap, area)).collect();
         for &(share, index) in &order {
             let occupant = occupants[index];
             let Some(area) = areas.get(occupant.area) else {
                 continue;
             };
+            if area_cap[occupant.area] <= share * gain {
+                continue;
+            }
             let wake = if occupant.asleep {
                 0.0
             } else {
@@ -590,7 +604,7 @@ impl Crowd {
             let mut bar = share * gain;
             for &core in area {
                 let worth = match cost(index, core) {
-                    cost if cost > 0.0 => 1.0 / cost,
+                    cost if cost > 1.0 => 1.0 / cost,
                     _ => 1.0,
                 };
                 if cap[core] * worth <= bar || !is_core(core) || core == occupant.place {
@@ -612,6 +626,9 @@ impl Crowd {
                 wakes[core] += wake;
                 cap[core] = 1.0 / (crowd[core] as f64 + 1.0);
                 placed[index] = core;
+                for (max, area) in area_cap.iter_mut().zip(areas) {
+                    *max = area_max(&cap, area);
+                }
             }
         }
         if self.pooled {
@@ -656,6 +673,20 @@ impl Crowd {
             .map(|core| 1.0 - program(core, crowd[core], wakes[core]))
             .collect();
         let mut most_room = room.iter().copied().fold(0.0, f64::max);
+        // What one more thread could add on each core at most (a thread's
+        // wake-up weight is at most 1, and the program's share grows with
+        // it), and its largest over each area: a thread whose bar that
+        // does not pass looks at no core.
+        let most_gained = |crowd: &[usize], wakes: &[f64], core: usize| {
+            program(core, crowd[core] + 1, wakes[core] + 1.0) - program(core, crowd[core], wakes[core])
+        };
+        let mut gained_at_most: Vec<f64> = (0..crowd.len()).map(|core| most_gained(crowd, wakes, core)).collect();
+        let area_max = |gained_at_most: &[f64], area: &[usize]| {
+            area.iter()
+                .filter_map(|&core| gained_at_most.get(core).copied())
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        let mut area_gain: Vec<f64> = areas.iter().map(|area| area_max(&gained_at_most, area)).collect();
         let margin = cfg.margin.max(0.0);
         for &(_, index) in order {
             let occupant = occupants[index];
@@ -674,7 +705,7 @@ impl Crowd {
             let loss = program(from, k, w) - program(from, k - 1, (w - wake).max(0.0));
             let mut best = None;
             let mut bar = loss + margin;
-            if most_room <= bar {
+            if most_room <= bar || area_gain[occupant.area] <= bar {
                 continue;
             }
             for &core in area {
@@ -696,8 +727,12 @@ impl Crowd {
                 placed[index] = core;
                 for place in [from, core] {
                     room[place] = 1.0 - program(place, crowd[place], wakes[place]);
+                    gained_at_most[place] = most_gained(crowd, wakes, place);
                 }
                 most_room = room.iter().copied().fold(0.0, f64::max);
+                for (max, area) in area_gain.iter_mut().zip(areas) {
+                    *max = area_max(&gained_at_most, area);
+                }
             }
         }
     }

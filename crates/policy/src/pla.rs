@@ -23,6 +23,11 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+/// How far rounding may move the sum of a nominal strategy from 1 before it
+/// is renormalised (a millionth of the smallest perturbation floor that
+/// matters, λ/|A| = 0.02/1024).
+const SUM_DRIFT: f64 = 1e-12;
+
 /// Parameters of the core-level automaton (`[pla]` in the configuration).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -215,17 +220,36 @@ impl Pla {
         self.ubar = Some(if next.is_finite() { next } else { u });
     }
 
-    /// x ← x + step·(e_last − x), then renormalised against rounding drift.
+    /// x ← x + step·(e_last − x), written (1 − step)·x + step·e_last: every
+    /// share shrinks by one factor and the last action takes what they gave
+    /// up, so the sum stays 1 up to rounding. One pass scales and sums (in
+    /// four lanes, which the compiler vectorises); `x` is renormalised only
+    /// when rounding has moved the sum by more than [`SUM_DRIFT`], so most
+    /// reinforcements cost no division (one step for a thousand automata of
+    /// 128 actions each took three passes and 0.4 ms before).
     fn reinforce(&mut self, step: f64) {
         if step.is_nan() || step <= 0.0 {
             return;
         }
         let step = step.min(1.0);
-        for (index, x) in self.x.iter_mut().enumerate() {
-            let target = if index == self.last { 1.0 } else { 0.0 };
-            *x = (*x + step * (target - *x)).max(0.0);
+        let keep = 1.0 - step;
+        let mut lanes = [0.0f64; 4];
+        let mut chunks = self.x.chunks_exact_mut(4);
+        for chunk in &mut chunks {
+            for (x, lane) in chunk.iter_mut().zip(&mut lanes) {
+                *x *= keep;
+                *lane += *x;
+            }
         }
-        let total: f64 = self.x.iter().sum();
+        for x in chunks.into_remainder() {
+            *x *= keep;
+            lanes[0] += *x;
+        }
+        self.x[self.last] += step;
+        let total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + step;
+        if (total - 1.0).abs() <= SUM_DRIFT {
+            return;
+        }
         if total > 0.0 && total.is_finite() {
             self.x.iter_mut().for_each(|x| *x /= total);
         } else {
@@ -326,6 +350,35 @@ mod tests {
         pla.learn(2.0); // step = 0.05 * 2 / 1
         assert!(close(pla.x()[1], 0.525 + 0.1 * 0.475), "{:?}", pla.x());
         assert!(close(pla.ubar().unwrap(), 1.0 + 0.05));
+    }
+
+    #[test]
+    fn many_reinforcements_keep_a_probability_vector_that_follows_the_update_rule() {
+        // 20,000 reinforcements of random actions with random steps over
+        // 131 actions (not a multiple of the four lanes), against the rule
+        // x ← x + s·(e_a − x) renormalised every time.
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut pla = Pla::new((0..131).collect(), 5, PlaConfig::default());
+        let mut reference = pla.x().to_vec();
+        let mut largest_gap: f64 = 0.0;
+        for _ in 0..20_000 {
+            let action = rng.random_range(0..131);
+            let step = rng.random_range(0.0..0.3);
+            pla.take(action);
+            pla.reinforce(step);
+            for (index, x) in reference.iter_mut().enumerate() {
+                *x += step * (if index == action { 1.0 } else { 0.0 } - *x);
+            }
+            let total: f64 = reference.iter().sum();
+            reference.iter_mut().for_each(|x| *x /= total);
+            let sum: f64 = pla.x().iter().sum();
+            assert!((sum - 1.0).abs() <= 2.0 * SUM_DRIFT, "sum {sum}");
+            assert!(pla.x().iter().all(|&x| x >= 0.0));
+            for (a, b) in pla.x().iter().zip(&reference) {
+                largest_gap = largest_gap.max((a - b).abs());
+            }
+        }
+        assert!(largest_gap < 1e-10, "drifted {largest_gap} from the rule");
     }
 
     #[test]
