@@ -24,8 +24,8 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 /// How far rounding may move the sum of a nominal strategy from 1 before it
-/// is renormalised (a millionth of the smallest perturbation floor that
-/// matters, λ/|A| = 0.02/1024).
+/// is renormalised: twenty million times below the perturbation floor of the
+/// default λ over a thousand actions (0.02/1024, about 2e-5).
 const SUM_DRIFT: f64 = 1e-12;
 
 /// Parameters of the core-level automaton (`[pla]` in the configuration).
