@@ -465,12 +465,36 @@ fn bubbles_and_learning_move_a_bubble_off_a_node_another_program_loads() {
     // A tick moves the bubble once the first node looks idle: at once, or
     // once a load measured there while the threads started (the main
     // thread beside the worker) is forgotten (`forget_s`, 2 s); the next
-    // tick keeps it there.
-    let late: Vec<&String> = rows.iter().filter(|(t, _)| *t >= 4.5).map(|(_, p)| p).collect();
+    // tick keeps it there. The load on the second node is forgotten too
+    // (2 s after the bubble left it), so where something else takes a
+    // moment of the first CPU just then (once in CI, at 4 s), a tick may
+    // look again at the second node; the speed measured there brings the
+    // bubble back at the next tick (1 s). So: from 4.5 s on, at least
+    // three quarters of the time on the first node, never more than one
+    // tick in a row on the loaded one, and there at the end.
+    let late: Vec<&(f64, String)> = rows.iter().filter(|(t, _)| *t >= 4.5).collect();
     assert!(late.len() >= 10, "the worker ran too short to see: {rows:?}");
+    let on_first = late.iter().filter(|(_, p)| *p == first).count();
     assert!(
-        late.iter().all(|p| **p == first),
+        4 * on_first >= 3 * late.len(),
         "moved to the idle node and kept there: {rows:?}"
+    );
+    let mut back_since: Option<f64> = None;
+    for (t, p) in &late {
+        if *p == first {
+            back_since = None;
+        } else {
+            let since = *back_since.get_or_insert(*t);
+            assert!(
+                t - since < 1.2,
+                "back on the loaded node for more than a tick, from {since} s: {rows:?}"
+            );
+        }
+    }
+    assert_eq!(
+        late.last().map(|(_, p)| p),
+        Some(&first),
+        "ended on the idle node: {rows:?}"
     );
 }
 
