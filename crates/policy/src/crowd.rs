@@ -561,12 +561,7 @@ impl Crowd {
         // The largest cap of each area: a thread whose bar it does not pass
         // stays without a look at any core (with a thousand threads settled,
         // nearly all of them).
-        let area_max = |cap: &[f64], area: &[usize]| {
-            area.iter()
-                .filter_map(|&core| cap.get(core).copied())
-                .fold(0.0, f64::max)
-        };
-        let mut area_cap: Vec<f64> = areas.iter().map(|area| area_max(&cap, area)).collect();
+        let mut area_cap: Vec<f64> = areas.iter().map(|area| largest_in(&cap, area)).collect();
         for &(share, index) in &order {
             let occupant = occupants[index];
             let Some(area) = areas.get(occupant.area) else {
@@ -627,7 +622,7 @@ impl Crowd {
                 cap[core] = 1.0 / (crowd[core] as f64 + 1.0);
                 placed[index] = core;
                 for (max, area) in area_cap.iter_mut().zip(areas) {
-                    *max = area_max(&cap, area);
+                    *max = largest_in(&cap, area);
                 }
             }
         }
@@ -681,12 +676,7 @@ impl Crowd {
             program(core, crowd[core] + 1, wakes[core] + 1.0) - program(core, crowd[core], wakes[core])
         };
         let mut gained_at_most: Vec<f64> = (0..crowd.len()).map(|core| most_gained(crowd, wakes, core)).collect();
-        let area_max = |gained_at_most: &[f64], area: &[usize]| {
-            area.iter()
-                .filter_map(|&core| gained_at_most.get(core).copied())
-                .fold(f64::NEG_INFINITY, f64::max)
-        };
-        let mut area_gain: Vec<f64> = areas.iter().map(|area| area_max(&gained_at_most, area)).collect();
+        let mut area_gain: Vec<f64> = areas.iter().map(|area| largest_in(&gained_at_most, area)).collect();
         let margin = cfg.margin.max(0.0);
         for &(_, index) in order {
             let occupant = occupants[index];
@@ -731,11 +721,20 @@ impl Crowd {
                 }
                 most_room = room.iter().copied().fold(0.0, f64::max);
                 for (max, area) in area_gain.iter_mut().zip(areas) {
-                    *max = area_max(&gained_at_most, area);
+                    *max = largest_in(&gained_at_most, area);
                 }
             }
         }
     }
+}
+
+/// The largest of `per_place`'s values over the places of `area` (places
+/// it has no value for left out); minus infinity for an empty area, which
+/// no bar passes.
+fn largest_in(per_place: &[f64], area: &[usize]) -> f64 {
+    area.iter()
+        .filter_map(|&place| per_place.get(place).copied())
+        .fold(f64::NEG_INFINITY, f64::max)
 }
 
 /// A share the moves can use: finite, in (0, 1].
