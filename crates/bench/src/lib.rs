@@ -9,7 +9,9 @@
 //!        ▼
 //!   1. calibrate: each (workload, level) once, Linux alone, no manager, no load
 //!        │        ─► run length (schedules time-varying loads, estimates the time left),
-//!        │           worker thread names (best-static's thread classes), warm caches
+//!        │           worker thread names (best-static's thread classes), warm caches;
+//!        │        with a memory-bound workload (stream), the memory bandwidth: its
+//!        │        threads on the first core against the first node's cores
 //!        ▼
 //!   2. for each workload, for each scenario:
 //!        │   best-static search: every distinct fixed pinning once, keep the fastest
@@ -30,7 +32,7 @@ mod runner;
 mod workload;
 
 pub use pinlearn_experiment::LoadSession;
-pub use results::{BenchResults, BestStaticRecord, CalibrationRecord, Setup};
+pub use results::{BenchResults, BestStaticRecord, CalibrationRecord, MemoryBandwidth, Setup};
 pub use workload::{BenchWorkload, Launch, PRESETS, Preset};
 
 use best_static::Candidates;
@@ -494,6 +496,7 @@ impl Plan {
                 .ok()
                 .and_then(|cpuinfo| cpu_model(&cpuinfo)),
             last_level_cache_mib: Topology::detect_last_level_cache_bytes().map(|bytes| bytes >> 20),
+            memory_bandwidth: None,
             repeat: options.repeat,
             schedulers: schedulers.iter().map(ToString::to_string).collect(),
             scenarios: scenarios.iter().map(ToString::to_string).collect(),
@@ -581,6 +584,18 @@ impl Plan {
             runs += levels.len();
             estimate += levels.len() as f64 * workload.expected_s.unwrap_or(0.0);
         }
+        if let Some(workload) = self.workloads.iter().find(|w| w.memory_bound) {
+            let seconds = workload.expected_s.unwrap_or(0.0);
+            text += &format!(
+                "{}: the memory bandwidth, {} runs with its threads on the first core, interleaved with as many on the first node's cores\n",
+                workload.name,
+                self.repeat.max(1)
+            );
+            runs += self.bandwidth_runs();
+            // Alone on one core it takes up to a node's cores times as long.
+            let node_cores = self.cores_per_node.first().copied().unwrap_or(1) as f64;
+            estimate += seconds * (node_cores + 1.0) * self.repeat.max(1) as f64;
+        }
         let time = pinlearn_engine::format_duration(Duration::from_secs(estimate.round() as u64));
         text += &if unknown.is_empty() {
             format!(
@@ -596,6 +611,16 @@ impl Plan {
         text
     }
 
+    /// Runs that measure the memory bandwidth: `--repeat` on one core and
+    /// as many on the first node (`measure_memory_bandwidth`).
+    fn bandwidth_runs(&self) -> usize {
+        if self.workloads.iter().any(|w| w.memory_bound) {
+            2 * self.repeat.max(1)
+        } else {
+            0
+        }
+    }
+
     fn levels(&self) -> Vec<Level> {
         let levels: BTreeSet<Level> = self.scenarios.iter().map(|s| s.level).collect();
         levels.into_iter().collect()
@@ -603,7 +628,8 @@ impl Plan {
 
     fn execute(self) -> Result<(BenchResults, Traces), BenchError> {
         let levels = self.levels();
-        let mut progress = Progress::new(self.quiet, "calibrating", (self.workloads.len() * levels.len()) as u64);
+        let calibration_runs = self.workloads.len() * levels.len() + self.bandwidth_runs();
+        let mut progress = Progress::new(self.quiet, "calibrating", calibration_runs as u64);
         let calibration = self.calibrate(&levels, &mut progress)?;
         let searches = self.best_static_searches(&calibration);
         let (total_runs, expected_total) = self.expected_work(&calibration, &searches);
@@ -642,9 +668,11 @@ impl Plan {
         }
         progress.done();
         let summary = summarise(&measured.runs);
+        let mut setup = self.setup;
+        setup.memory_bandwidth = calibration.memory_bandwidth;
         Ok((
             BenchResults {
-                setup: self.setup,
+                setup,
                 calibration: calibration.records,
                 best_static: measured.best_static,
                 runs: measured.runs,
@@ -665,20 +693,7 @@ impl Plan {
             for &level in levels {
                 let threads = level.threads_per_core() * self.cores().max(1);
                 let label = format!("{} {} calibration", workload.name, level.letter());
-                progress.start(&label);
-                let measured = self.runner.run(&RunSpec {
-                    label: label.clone(),
-                    workload,
-                    threads,
-                    placement: Placement::Unmanaged(&linux_alone),
-                    load: Scenario {
-                        level,
-                        load: pinlearn_experiment::Load::None,
-                    }
-                    .load_schedule(&self.cores_per_node, 0.0, 0.0),
-                    trace: None,
-                })?;
-                progress.finish(&label, 1.0, measured.wall_s);
+                let measured = self.run_without_load(workload, level, &linux_alone, label, progress)?;
                 calibration.lengths.insert((w, level), measured.wall_s);
                 calibration.names.insert((w, level), measured.worker_names.clone());
                 calibration.records.push(CalibrationRecord {
@@ -690,7 +705,84 @@ impl Plan {
                 });
             }
         }
+        calibration.memory_bandwidth = self.measure_memory_bandwidth(&calibration, levels, progress)?;
         Ok(calibration)
+    }
+
+    /// One run of `workload` at `level` without load or manager, its
+    /// threads pinned by name as `pins` says (empty: Linux alone).
+    fn run_without_load(
+        &self,
+        workload: &BenchWorkload,
+        level: Level,
+        pins: &HashMap<String, CpuSet>,
+        label: String,
+        progress: &mut Progress,
+    ) -> Result<Measured, BenchError> {
+        progress.start(&label);
+        let measured = self.runner.run(&RunSpec {
+            label: label.clone(),
+            workload,
+            threads: level.threads_per_core() * self.cores().max(1),
+            placement: Placement::Unmanaged(pins),
+            load: Scenario {
+                level,
+                load: pinlearn_experiment::Load::None,
+            }
+            .load_schedule(&self.cores_per_node, 0.0, 0.0),
+            trace: None,
+        })?;
+        progress.finish(&label, 1.0, measured.wall_s);
+        Ok(measured)
+    }
+
+    /// The first node's memory bandwidth, with the first memory-bound
+    /// workload at the level with the fewest threads per core: `--repeat`
+    /// pairs of runs, interleaved, its threads (by the names its calibration
+    /// run saw) on the first core, then on the first node's cores, Linux
+    /// placing them within each; the medians' ratio. `None` without such a
+    /// workload.
+    fn measure_memory_bandwidth(
+        &self,
+        calibration: &Calibration,
+        levels: &[Level],
+        progress: &mut Progress,
+    ) -> Result<Option<MemoryBandwidth>, BenchError> {
+        let Some((w, workload)) = self.workloads.iter().enumerate().find(|(_, w)| w.memory_bound) else {
+            return Ok(None);
+        };
+        let Some(&level) = levels.iter().min_by_key(|l| l.threads_per_core()) else {
+            return Ok(None);
+        };
+        let Some(first_core) = self.runner.cores.first() else {
+            return Ok(None);
+        };
+        let node_cores = self.cores_per_node.first().copied().unwrap_or(0).min(self.cores());
+        let node_cpus = self.runner.cores[..node_cores]
+            .iter()
+            .fold(CpuSet::new(), |all, core| all.union(core));
+        let names = &calibration.names[&(w, level)];
+        let mut one_core_s = Vec::new();
+        let mut node_s = Vec::new();
+        for repeat in 1..=self.repeat.max(1) {
+            for (cpus, what, times) in [
+                (first_core, "one core", &mut one_core_s),
+                (&node_cpus, "one node", &mut node_s),
+            ] {
+                let label = format!("{} memory bandwidth, {what} #{repeat}", workload.name);
+                let pins: HashMap<String, CpuSet> = names.iter().map(|name| (name.clone(), cpus.clone())).collect();
+                times.push(self.run_without_load(workload, level, &pins, label, progress)?.wall_s);
+            }
+        }
+        let median = |times: &[f64]| pinlearn_report::stats(times).map_or(f64::NAN, |s| s.median);
+        Ok(Some(MemoryBandwidth {
+            workload: workload.name.clone(),
+            threads: level.threads_per_core() * self.cores().max(1),
+            cores_worth: median(&one_core_s) / median(&node_s),
+            one_core_s,
+            node_s,
+            node_cores,
+        }))
     }
 
     /// best-static's candidates per (workload, scenario), from the worker
@@ -856,6 +948,7 @@ struct Calibration {
     lengths: HashMap<(usize, Level), f64>,
     names: HashMap<(usize, Level), Vec<String>>,
     records: Vec<CalibrationRecord>,
+    memory_bandwidth: Option<MemoryBandwidth>,
 }
 
 /// best-static's candidates (or why there are none) by (workload index, scenario).

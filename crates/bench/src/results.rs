@@ -49,11 +49,33 @@ pub struct Setup {
     /// if known: whether a workload's data lives in them decides how much
     /// running its threads side by side is worth.
     pub last_level_cache_mib: Option<u64>,
+    /// What one node's memory serves, measured with a memory-bound workload
+    /// when the bench runs one (`pinlearn sim --calibrate` models it).
+    pub memory_bandwidth: Option<MemoryBandwidth>,
     pub repeat: usize,
     pub schedulers: Vec<String>,
     pub scenarios: Vec<String>,
     /// (name, command line) of every workload.
     pub workloads: Vec<(String, String)>,
+}
+
+/// A node's memory bandwidth in cores' worth: how much faster a workload
+/// that does little but stream memory ran on the first node's cores than
+/// on one of them, Linux placing its threads, no load, no manager.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryBandwidth {
+    pub workload: String,
+    pub threads: usize,
+    /// Its runs on the first core alone, in the order made.
+    pub one_core_s: Vec<f64>,
+    /// Its runs on the first node's cores, each right after one on the
+    /// first core.
+    pub node_s: Vec<f64>,
+    pub node_cores: usize,
+    /// The median of `one_core_s` over the median of `node_s`: the cores'
+    /// worth of streaming the node's memory served (as many as the node's
+    /// cores: no limit seen).
+    pub cores_worth: f64,
 }
 
 /// Everything `--json` writes.

@@ -31,6 +31,9 @@ pub struct Preset {
     /// Median seconds of one run alone on 2 cores (C.1 under Linux,
     /// docs/results/bench-quick.md), for `--dry-run`'s estimate.
     pub expected_s: f64,
+    /// Its threads do little but stream memory: the bench measures the
+    /// memory bandwidth with it (`Setup::memory_bandwidth`).
+    pub memory_bound: bool,
 }
 
 /// How a preset's amount of work grows with the value of its work argument.
@@ -56,6 +59,7 @@ pub const PRESETS: [Preset; 9] = [
         growth: Growth::Linear,
         why: "barrier-synchronised task farm, blocking barriers (the papers' ACO); 64 ants split over the threads",
         expected_s: 1.31,
+        memory_bound: false,
     },
     Preset {
         name: "aco-spin",
@@ -65,6 +69,7 @@ pub const PRESETS: [Preset; 9] = [
         growth: Growth::Linear,
         why: "the same with barriers that spin 200 us before sleeping (OpenMP-like), where Linux is blind",
         expected_s: 0.79,
+        memory_bound: false,
     },
     Preset {
         name: "pipeline",
@@ -74,6 +79,7 @@ pub const PRESETS: [Preset; 9] = [
         growth: Growth::Linear,
         why: "three stages of unequal work over bounded blocking queues; extra threads go to the heavy stage",
         expected_s: 1.15,
+        memory_bound: false,
     },
     Preset {
         name: "blackscholes",
@@ -83,6 +89,7 @@ pub const PRESETS: [Preset; 9] = [
         growth: Growth::Linear,
         why: "PARSEC blackscholes (the papers' BLA), independent contiguous chunks, no synchronisation",
         expected_s: 1.23,
+        memory_bound: false,
     },
     Preset {
         name: "swaptions",
@@ -92,6 +99,7 @@ pub const PRESETS: [Preset; 9] = [
         growth: Growth::Linear,
         why: "PARSEC swaptions (the papers' SWA), Monte Carlo, 64 swaptions in contiguous blocks per thread",
         expected_s: 1.33,
+        memory_bound: false,
     },
     Preset {
         name: "binpack",
@@ -101,6 +109,7 @@ pub const PRESETS: [Preset; 9] = [
         growth: Growth::Linear,
         why: "bin-packing search (the papers' CSO) with a fixed pool and cycle count, so the work is fixed",
         expected_s: 1.38,
+        memory_bound: false,
     },
     Preset {
         name: "stream",
@@ -111,6 +120,7 @@ pub const PRESETS: [Preset; 9] = [
         why: "STREAM triad, 36 GB counted, over arrays 4 x the last-level caches together (at least 3 x 64 MiB), \
               memory bound; until 2026-11-29 20 sweeps of them, 0.2 s on a host with a 32 MiB L3, 1.3 s with 260 MiB",
         expected_s: 1.1,
+        memory_bound: true,
     },
     Preset {
         name: "heat",
@@ -120,6 +130,7 @@ pub const PRESETS: [Preset; 9] = [
         growth: Growth::Linear,
         why: "heat conduction (the bubbles paper's), a stripe per thread, first touch, a blocking barrier per step",
         expected_s: 1.2,
+        memory_bound: false,
     },
     Preset {
         name: "fib",
@@ -130,6 +141,7 @@ pub const PRESETS: [Preset; 9] = [
         why: "divide-and-conquer Fibonacci (the bubbles paper's): a tree of threads, the two halves of every split \
               unequal by φ, parents waiting in join",
         expected_s: 1.25,
+        memory_bound: false,
     },
 ];
 
@@ -143,6 +155,8 @@ pub struct BenchWorkload {
     /// The preset's expected seconds per run times `--scale`; unknown for a
     /// command until its calibration run.
     pub expected_s: Option<f64>,
+    /// The preset's [`Preset::memory_bound`] (a command: false).
+    pub memory_bound: bool,
 }
 
 /// How a workload is started.
@@ -198,6 +212,7 @@ impl BenchWorkload {
                 threads_env: threads_env.to_string(),
             },
             expected_s: None,
+            memory_bound: false,
         })
     }
 }
@@ -251,6 +266,7 @@ pub fn select(
             name: name.to_string(),
             launch: Launch::Work(args),
             expected_s: Some(preset.expected_s * factor),
+            memory_bound: preset.memory_bound,
         });
     }
     Ok(chosen)

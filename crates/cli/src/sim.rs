@@ -150,6 +150,12 @@ pub struct SimArgs {
     /// ones sleep, as on a real machine; 0: all arrive at once
     #[arg(long, value_name = "J", default_value_t = MachineParams::default().round_jitter)]
     pub round_jitter: f64,
+    /// Memory bandwidth of each node, in cores' worth of threads of memory intensity 1 running
+    /// flat out: threads whose memory is on a node and ask for more share it (measure it as a
+    /// memory-bound program's time on one core over its time on a whole node), or off
+    /// [default: off; with --calibrate, what the bench measured, if it did]
+    #[arg(long, value_parser = parse_bandwidth_or_off, value_name = "B|off")]
+    pub memory_bandwidth: Option<BandwidthOrOff>,
     /// Runs simulated in parallel [default: the CPUs available]
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -202,6 +208,7 @@ impl SimArgs {
             numa_balancing_s: self.numa_balancing.0.map(|d| d.as_secs_f64()),
             rotate_after_s: self.rotate_after.0.map(|d| d.as_secs_f64()),
             round_jitter: self.round_jitter,
+            memory_bandwidth: self.memory_bandwidth.and_then(|b| b.0),
             ..MachineParams::default()
         };
         options.background_weight = self.background;
@@ -232,11 +239,25 @@ fn parse_duration_or_off(s: &str) -> Result<DurationOrOff, String> {
     Ok(DurationOrOff(Some(after)))
 }
 
+/// A node's memory bandwidth, or `None` for `off` (`--memory-bandwidth`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BandwidthOrOff(pub Option<f64>);
+
+fn parse_bandwidth_or_off(s: &str) -> Result<BandwidthOrOff, String> {
+    if s == "off" {
+        return Ok(BandwidthOrOff(None));
+    }
+    match s.parse::<f64>() {
+        Ok(b) if b.is_finite() && b > 0.0 => Ok(BandwidthOrOff(Some(b))),
+        _ => Err("give a positive number of cores' worth, such as 1.4, or off".into()),
+    }
+}
+
 /// `pinlearn sim`.
 pub fn run(args: &SimArgs) -> Result<(), Failure> {
     let options = args.to_options()?;
     if !args.calibrate.is_empty() {
-        return calibrate(&args.calibrate, &options, args.load_session);
+        return calibrate(&args.calibrate, &options, args.load_session, args.memory_bandwidth);
     }
     if args.dry_run {
         let plan = options.plan()?;
@@ -254,7 +275,14 @@ mod tests;
 /// `pinlearn sim --calibrate BENCH.json [--calibrate MORE.json ...]`: the
 /// table on stdout (stderr when `--json -` takes stdout), the comparison as
 /// JSON.
-fn calibrate(paths: &[PathBuf], options: &SimOptions, session: Option<LoadSession>) -> Result<(), Failure> {
+/// `--calibrate`: the bench files pooled, simulated and compared; a
+/// `--memory-bandwidth` given (`off` too) stands instead of the bench's.
+fn calibrate(
+    paths: &[PathBuf],
+    options: &SimOptions,
+    session: Option<LoadSession>,
+    bandwidth: Option<BandwidthOrOff>,
+) -> Result<(), Failure> {
     let mut pooled: Option<RealBench> = None;
     for path in paths {
         let text = std::fs::read_to_string(path)
@@ -266,7 +294,10 @@ fn calibrate(paths: &[PathBuf], options: &SimOptions, session: Option<LoadSessio
             Some(before) => before.pool(real).map_err(bad)?,
         });
     }
-    let real = pooled.expect("called with at least one file");
+    let mut real = pooled.expect("called with at least one file");
+    if let Some(given) = bandwidth {
+        real.memory_bandwidth = given.0;
+    }
     if let Some(output) = &options.json {
         output.check_writable().map_err(Failure::BadInput)?;
     }

@@ -101,6 +101,9 @@ fn bad_names_are_one_line_bad_input_errors() {
         (vec!["--numa-balancing", "on"], "--numa-balancing"),
         (vec!["--rotate-after", "0ms"], "a positive time"),
         (vec!["--rotate-after", "never"], "--rotate-after"),
+        (vec!["--memory-bandwidth", "0"], "a positive number"),
+        (vec!["--memory-bandwidth", "inf"], "a positive number"),
+        (vec!["--memory-bandwidth", "lots"], "a positive number"),
         (vec!["--trace", "t.csv", "--calibrate", "b.json"], "cannot be used with"),
     ] {
         let err = parse(&args).expect_err(needle);

@@ -367,3 +367,76 @@ fn fib_runs_under_the_bubble_schedulers_on_synthetic_nodes_with_a_rules_file() {
         assert!(number(r, "completion_s") > 0.0, "{r}");
     }
 }
+
+#[test]
+fn a_memory_bound_workload_measures_the_memory_bandwidth_and_calibration_models_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json_path = dir.path().join("bench.json");
+    let path = json_path.to_str().expect("utf-8 path");
+    let plan = bench(&["--dry-run", "--workload", "stream,aco", "--scenarios", "C.1"]);
+    assert!(plan.contains("stream: the memory bandwidth"), "{plan}");
+    assert!(!plan.contains("aco: the memory bandwidth"), "{plan}");
+    // Two runs of Linux alone at C.1 (after the calibration runs).
+    let bench_once = |workload: &str, args: &str| {
+        bench(&[
+            "--workload",
+            workload,
+            "--workload-args",
+            args,
+            "--scenarios",
+            "C.1",
+            "--schedulers",
+            "os",
+            "--repeat",
+            "2",
+            "--json",
+            path,
+            "--quiet",
+        ])
+    };
+    bench_once("stream", "--size auto --gigabytes 6");
+    let doc = read_json(&json_path);
+    let measured = &doc["setup"]["memory_bandwidth"];
+    assert_eq!(text(measured, "workload"), "stream");
+    // --repeat 2: two runs on one core, two on the node, and the medians' ratio.
+    let times = |key: &str| -> Vec<f64> {
+        measured[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} is a list in {measured}"))
+            .iter()
+            .map(|t| t.as_f64().expect("seconds"))
+            .collect()
+    };
+    let (one_core, node) = (times("one_core_s"), times("node_s"));
+    assert_eq!((one_core.len(), node.len()), (2, 2), "{measured}");
+    assert!(one_core.iter().chain(&node).all(|&t| t > 0.0), "{measured}");
+    let mean = |pair: &[f64]| (pair[0] + pair[1]) / 2.0;
+    assert!(
+        close(number(measured, "cores_worth"), mean(&one_core) / mean(&node)),
+        "{measured}"
+    );
+
+    let calibrate = |extra: &[&str]| {
+        let output = std::process::Command::new(pinlearn_binary())
+            .args(["sim", "--calibrate", path, "--seeds", "1"])
+            .args(extra)
+            .output()
+            .expect("pinlearn sim");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).expect("utf-8")
+    };
+    let modelled = format!(
+        "memory bandwidth {:.2} cores' worth a node",
+        number(measured, "cores_worth")
+    );
+    assert!(
+        calibrate(&[]).contains(&modelled),
+        "the bench's measurement: {modelled}"
+    );
+    assert!(calibrate(&["--memory-bandwidth", "off"]).contains("memory bandwidth unlimited"));
+    assert!(calibrate(&["--memory-bandwidth", "0.8"]).contains("memory bandwidth 0.80 cores' worth a node"));
+
+    // A workload that is not memory bound measures nothing.
+    bench_once("aco", "--iterations 500 --ants 8");
+    assert!(read_json(&json_path)["setup"]["memory_bandwidth"].is_null());
+}

@@ -72,6 +72,10 @@ pub struct RealBench {
     /// for runs that name their repeat: what pairs a scheduler's run with
     /// os's run of the same repeat.
     pub repeats: BTreeMap<(String, String, String), BTreeMap<u64, f64>>,
+    /// A node's memory bandwidth in cores' worth, where the bench measured
+    /// it (`setup.memory_bandwidth.cores_worth`): what the model's
+    /// [`MachineParams::memory_bandwidth`] is unless given.
+    pub memory_bandwidth: Option<f64>,
 }
 
 fn bad(message: impl Into<String>) -> SimError {
@@ -105,6 +109,16 @@ impl RealBench {
                     "the bench JSON's load session {other:?} is neither own nor same"
                 )));
             }
+        };
+        let memory_bandwidth = match setup.get("memory_bandwidth") {
+            None | Some(Value::Null) => None,
+            Some(record) => Some(
+                record
+                    .get("cores_worth")
+                    .and_then(Value::as_f64)
+                    .filter(|b| b.is_finite() && *b > 0.0)
+                    .ok_or_else(|| bad("the bench JSON's memory bandwidth has no positive \"cores_worth\""))?,
+            ),
         };
         let text_of = |key: &str| setup.get(key).and_then(Value::as_str).map(str::to_string);
         let workloads = setup
@@ -157,6 +171,7 @@ impl RealBench {
             workloads,
             times,
             repeats,
+            memory_bandwidth,
         })
     }
 
@@ -188,6 +203,11 @@ impl RealBench {
         }
         let joined = |a: Option<String>, b: Option<String>| match (a, b) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        // Measured on one machine twice: the mean of the two.
+        self.memory_bandwidth = match (self.memory_bandwidth, other.memory_bandwidth) {
+            (Some(a), Some(b)) => Some((a + b) / 2.0),
             (a, b) => a.or(b),
         };
         self.date = joined(self.date, other.date);
@@ -309,7 +329,13 @@ pub fn sim_workload(name: &str, command: &str) -> Result<(WorkloadSpec, Option<f
         }
         // Cycles over the candidate pool, two blocking barriers each.
         "binpack" => spec.kind = WorkloadKind::Barrier,
-        "blackscholes" | "swaptions" | "stream" => spec.kind = WorkloadKind::Independent,
+        "blackscholes" | "swaptions" => spec.kind = WorkloadKind::Independent,
+        // A triad over arrays far larger than the caches: all memory, which
+        // `--memory-bandwidth` limits (and remote nodes slow).
+        "stream" => {
+            spec.kind = WorkloadKind::Independent;
+            spec.memory_intensity = 1.0;
+        }
         other => return Err(format!("{name}: no simulated program stands for `{other}`")),
     }
     Ok((spec, waits))
@@ -406,6 +432,9 @@ pub struct Calibration {
     pub real_date: Option<String>,
     pub real_command: Option<String>,
     pub seeds: usize,
+    /// The model's memory bandwidth per node, in cores' worth (`None`: no
+    /// limit).
+    pub memory_bandwidth: Option<f64>,
     pub cells: Vec<CalibrationCell>,
     /// Workloads left out, with the reason.
     pub skipped: Vec<String>,
@@ -473,6 +502,7 @@ pub fn calibrate(
     let mut params = params.clone();
     params.load_session = session.unwrap_or(real.load_session);
     params.metric = SimMetric::from(settings.metric);
+    params.memory_bandwidth = params.memory_bandwidth.or(real.memory_bandwidth);
     // `pinlearn load` runs one spinner per loaded CPU: one nice-0 thread per
     // core in the workload's session, one group of nice-0 weight in its own.
     let background_weight = 1.0;
@@ -605,6 +635,7 @@ pub fn calibrate(
         real_date: real.date.clone(),
         real_command: real.command.clone(),
         seeds: seeds as usize,
+        memory_bandwidth: params.memory_bandwidth,
         cells,
         skipped,
     })
@@ -662,12 +693,14 @@ impl Calibration {
              a real scheduler wins only if faster than os by more than {:.0}% in every repeat, a modelled one \
              if its median is; else os wins); the same winner in {winners}; with the real winner by medians \
              too, {agree_by_medians} agree; a modelled ratio more than {AGREEMENT_POINTS} points outside the \
-             real repeats' range [lowest..highest, in points] in {beyond}; model: {}, load session {}, {} seed(s); \
-             real: {}\n",
+             real repeats' range [lowest..highest, in points] in {beyond}; model: {}, load session {}, memory \
+             bandwidth {}, {} seed(s); real: {}\n",
             self.cells.len(),
             TIE_SHARE * 100.0,
             self.topology,
             self.load_session,
+            self.memory_bandwidth
+                .map_or("unlimited".to_string(), |b| format!("{b:.2} cores' worth a node")),
             self.seeds,
             self.real_date.as_deref().unwrap_or("undated")
         );
@@ -730,6 +763,36 @@ mod tests {
             !real.cells().contains_key(&key("B.2", "os")),
             "an unfinished run has no time"
         );
+    }
+
+    #[test]
+    fn a_bench_file_gives_the_memory_bandwidth_it_measured() {
+        assert_eq!(RealBench::parse(BENCH).expect("parses").memory_bandwidth, None);
+        let with = |record: &str| {
+            BENCH.replace(
+                r#""cores": 2,"#,
+                &format!(r#""cores": 2, "memory_bandwidth": {record},"#),
+            )
+        };
+        let measured = |worth: f64| {
+            with(&format!(
+                r#"{{"workload": "stream", "threads": 2, "one_core_s": 2.8, "node_s": 1.95, "node_cores": 2, "cores_worth": {worth}}}"#
+            ))
+        };
+        let first = RealBench::parse(&measured(1.4)).expect("parses");
+        assert_eq!(first.memory_bandwidth, Some(1.4));
+        assert_eq!(RealBench::parse(&with("null")).expect("parses").memory_bandwidth, None);
+        for bad in [measured(0.0), measured(-1.0), with("{}")] {
+            let error = RealBench::parse(&bad)
+                .expect_err("no positive cores' worth")
+                .to_string();
+            assert!(error.contains("cores_worth"), "{error}");
+        }
+        // Measured twice on one machine: the mean.
+        let pooled = first
+            .pool(RealBench::parse(&measured(1.6)).expect("parses"))
+            .expect("one machine");
+        assert!((pooled.memory_bandwidth.expect("measured") - 1.5).abs() < 1e-12);
     }
 
     #[test]
@@ -808,6 +871,7 @@ mod tests {
         assert_eq!((binpack.kind, waits), (WorkloadKind::Barrier, Some(320.0)));
         let (stream, waits) = sim_workload("stream", "pinlearn work stream --size 0.5").expect("maps");
         assert_eq!((stream.kind, waits), (WorkloadKind::Independent, None));
+        assert_eq!(stream.memory_intensity, 1.0, "stream is all memory");
         assert!(sim_workload("fib", "pinlearn work fib").is_err());
         assert!(sim_workload("pipeline", "pinlearn work pipeline --stages 3,x").is_err());
     }

@@ -79,6 +79,13 @@
 //!   work rate_i = cpu_i / (1 + (F − 1) · m_i · [node(core_i) ≠ memory node_i])
 //! ```
 //!
+//! **Memory bandwidth** (`MachineParams::memory_bandwidth`, off by default).
+//! A node's memory serves `B` cores' worth of threads with `m = 1` running
+//! flat out; where the working threads whose memory is there ask for more,
+//! `D = Σ rate_i · m_i > B`, each one's work also runs `(1 − m_i) + m_i · D /
+//! B` times slower, and the work is sized so that the program alone still
+//! takes its duration.
+//!
 //! **Migration cost.** A thread that changes core after it has run owes
 //! `core_migration_s` of CPU time (4× that when it changes node) during which
 //! it runs but makes no progress (cache and TLB refill).

@@ -35,6 +35,9 @@
 //!                           spins while it waits share the core and its grain is given:
 //!                           they take turns, all but the last to arrive spinning σ of a
 //!                           round's work (a spinner there takes no share of its own)
+//!                           / ((1 − m_i) + m_i · max(1, D_n / B)) where the node n of its
+//!                           memory is asked for D_n (Σ work rates × m of the threads whose
+//!                           memory is there) and serves B (`memory_bandwidth`, if given)
 //!               integrate run, wait, cpu, work, instructions over h
 //!               NUMA balancing (when on): a thread whose CPU time on one node
 //!                 away from its memory exceeds its time elsewhere by
@@ -252,6 +255,15 @@ pub struct MachineParams {
     /// touched to another node ([`Target::move_thread_memory`]): the copy
     /// of its pages and the faults on those in flight.
     pub thread_memory_move_s: f64,
+    /// How much memory traffic each node's memory serves at once, in cores'
+    /// worth of threads of memory intensity 1 running flat out (`None`:
+    /// as much as they ask for). Where the threads whose memory is on a
+    /// node ask for D > B, each of their memory accesses takes D / B times
+    /// as long ([`SimMachine::memory_wait`]). Measured on a host as the
+    /// time of a memory-bound program on one core over its time on all the
+    /// cores of one node (docs/simulator.md, "Memory bandwidth").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bandwidth: Option<f64>,
 }
 
 impl Default for MachineParams {
@@ -271,8 +283,27 @@ impl Default for MachineParams {
             load_session: LoadSession::Same,
             numa_balancing_s: None,
             thread_memory_move_s: THREAD_MEMORY_MOVE_S,
+            memory_bandwidth: None,
         }
     }
+}
+
+/// How many times as long `spec`'s program takes alone on the idle cores of
+/// `node_cores` (its workers spread evenly over the nodes, one per core at
+/// most) as without a limit on memory bandwidth: 1 without one.
+fn alone_memory_wait(spec: &WorkloadSpec, node_cores: &[Vec<usize>], bandwidth: Option<f64>) -> f64 {
+    let m = spec.memory_intensity;
+    let (Some(bandwidth), false) = (bandwidth, node_cores.is_empty() || m <= 0.0) else {
+        return 1.0;
+    };
+    let cores: usize = node_cores.iter().map(Vec::len).sum();
+    let busy = spec.workers().min(cores) as f64;
+    let busiest = node_cores
+        .iter()
+        .map(|list| (busy / node_cores.len() as f64).ceil().min(list.len() as f64))
+        .fold(0.0, f64::max);
+    let stretch = m * busiest / bandwidth;
+    if stretch <= 1.0 { 1.0 } else { (1.0 - m) + m * stretch }
 }
 
 /// [`MachineParams::thread_memory_move_s`] by default: 100 MB of pages at
@@ -394,6 +425,11 @@ pub struct SimMachine {
     /// only when `wake_preempts` or `turn_spin`; a main thread asleep in
     /// join never wakes).
     residents: Vec<u32>,
+    /// Per node, how many times as long its memory's accesses take: the
+    /// demand of the working threads whose memory is there over
+    /// [`MachineParams::memory_bandwidth`], at least 1 (all 1 without a
+    /// bandwidth). Updated with the loads.
+    memory_stretch: Vec<f64>,
     /// Per queue of a pipeline (between stage s and s + 1), the share of
     /// their time its producers keep while all its consumers wait for
     /// another session's slices ([`queue_kept`]); empty unless the program
@@ -512,7 +548,14 @@ impl SimMachine {
                 allows
             })
             .collect();
-        let mut program = spec.build(cores.len());
+        // The work is sized so that the program takes `duration_s` alone on
+        // idle cores, where the nodes' memory bandwidth slows it too.
+        let alone = alone_memory_wait(spec, &node_cores, params.memory_bandwidth);
+        let mut program = WorkloadSpec {
+            duration_s: spec.duration_s / alone,
+            ..spec.clone()
+        }
+        .build(cores.len());
         program.vary_rounds(params.round_jitter, seed ^ 0x5eed_51a7_0000_0003);
         let m = cores.len();
         let slice = scheduler_slice_s(m);
@@ -560,6 +603,7 @@ impl SimMachine {
             queue_stall: vec![0.0; spec.tasks()],
             wakes_up_births: false,
             residents: vec![0; m],
+            memory_stretch: vec![1.0; layout.nodes()],
             runnable_total: 0.0,
             runnable_avg: vec![0.0; m],
             runnable_avg_total: 0.0,
@@ -788,6 +832,33 @@ impl SimMachine {
             self.load[core] = self.bg[core] + self.program_load(self.runnable[core], total);
         }
         self.full_queue_stalls();
+        self.recompute_memory_stretch();
+    }
+
+    /// [`Self::memory_stretch`] from the threads working now: each asks
+    /// its memory's node (where it has none yet, its core's) for its
+    /// rate of work without the stretch times its memory intensity.
+    fn recompute_memory_stretch(&mut self) {
+        let Some(bandwidth) = self.params.memory_bandwidth else {
+            return;
+        };
+        let mut demand = vec![0.0; self.memory_stretch.len()];
+        for index in 0..self.threads.len() {
+            let thread = &self.threads[index];
+            if thread.memory_intensity <= 0.0
+                || !self.on_cpu(index)
+                || self.program.tasks()[index].activity != Activity::Work
+            {
+                continue;
+            }
+            let node = thread.home.unwrap_or(self.core_node[thread.core]);
+            let rate = self.cpu_rate(index) * (1.0 - self.queue_stall[index])
+                / (self.remote_slowdown(thread) * self.turns(thread));
+            demand[node] += rate * thread.memory_intensity;
+        }
+        for (stretch, asked) in self.memory_stretch.iter_mut().zip(demand) {
+            *stretch = (asked / bandwidth).max(1.0);
+        }
     }
 
     /// Where every consumer of a pipeline's queue lives alone (among the
@@ -920,7 +991,19 @@ impl SimMachine {
     /// How many times a thread's work is slower than its CPU time: remote
     /// memory, and the spins of turns on a shared core.
     fn slowdown(&self, thread: &SimThread) -> f64 {
-        self.remote_slowdown(thread) * self.turns(thread)
+        self.remote_slowdown(thread) * self.turns(thread) * self.memory_wait(thread)
+    }
+
+    /// How many times a thread's work is slower where its memory's node
+    /// serves less than its threads ask: `(1 − m) + m · stretch` (1 without
+    /// a bandwidth).
+    fn memory_wait(&self, thread: &SimThread) -> f64 {
+        let stretch = self.memory_stretch[thread.home.unwrap_or(self.core_node[thread.core])];
+        if stretch <= 1.0 {
+            return 1.0;
+        }
+        let m = thread.memory_intensity;
+        (1.0 - m) + m * stretch
     }
 
     /// How many times a thread's work is slower than its CPU time where

@@ -931,3 +931,51 @@ fn threads_that_reach_a_barrier_apart_sleep_and_their_wake_ups_move_them() {
         assert!(pinned_s < exact_s, "seed {seed}: shorter rounds, {pinned_s} s");
     }
 }
+
+/// When `workload` completes on `places` with `bandwidth`, its threads
+/// pinned to the core places `cores` (thread i on `cores[i]`), or left to
+/// the OS model where `cores` is empty.
+fn completion_with_bandwidth(workload: &WorkloadSpec, bandwidth: Option<f64>, cores: &[usize]) -> f64 {
+    let places = places("node:1 core:2 pu:1");
+    let params = MachineParams {
+        memory_bandwidth: bandwidth,
+        ..exact(SimMetric::Cpu)
+    };
+    let mut machine = SimMachine::new(&places, workload, BackgroundSchedule::new(Vec::new()), params, 1);
+    observe(&mut machine);
+    for (index, &core) in cores.iter().enumerate() {
+        pin(&mut machine, index, core);
+    }
+    machine.advance_to(100.0);
+    machine.completion().expect("the program finishes")
+}
+
+#[test]
+fn memory_bound_threads_share_their_node_s_bandwidth() {
+    let mut stream = spec(WorkloadKind::Independent, 2, 2.0);
+    stream.memory_intensity = 1.0;
+    // Sized to take its duration alone on both cores, bandwidth or not.
+    for bandwidth in [None, Some(1.5), Some(0.5)] {
+        let alone = completion_with_bandwidth(&stream, bandwidth, &[]);
+        assert!(close(alone, 2.0, 1e-6), "{bandwidth:?}: alone {alone}");
+    }
+    // Both threads on one core: half the CPU time without a limit; with a
+    // node serving 1.5 cores' worth, the two cores together had only gone
+    // 1.5 times as fast as one.
+    let crowded = |bandwidth| completion_with_bandwidth(&stream, bandwidth, &[0, 0]);
+    assert!(close(crowded(None), 4.0, 1e-6), "no limit: {}", crowded(None));
+    assert!(close(crowded(Some(1.5)), 3.0, 1e-6), "1.5: {}", crowded(Some(1.5)));
+    // A node that serves less than one core asks for: where the threads run
+    // changes nothing.
+    assert!(close(crowded(Some(0.5)), 2.0, 1e-6), "0.5: {}", crowded(Some(0.5)));
+    // A thread that computes half the time waits on memory for the other half only.
+    let mut half = stream.clone();
+    half.memory_intensity = 0.5;
+    let spread = completion_with_bandwidth(&half, Some(0.5), &[0, 1]);
+    assert!(close(spread, 2.0, 1e-6), "half memory, spread: {spread}");
+    // Crowded on one core, the pair asks for 0.5: the bandwidth suffices, and
+    // the time is the CPU's: 2 s of work each at half a core, over the 1.5
+    // times a thread took alone ((1 - 0.5) + 0.5 * (0.5 * 2 / 0.5)).
+    let together = completion_with_bandwidth(&half, Some(0.5), &[0, 0]);
+    assert!(close(together, 4.0 / 1.5, 1e-6), "half memory, one core: {together}");
+}
