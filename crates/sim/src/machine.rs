@@ -989,7 +989,8 @@ impl SimMachine {
     }
 
     /// How many times a thread's work is slower than its CPU time: remote
-    /// memory, and the spins of turns on a shared core.
+    /// memory, the spins of turns on a shared core, and a node's memory
+    /// bandwidth.
     fn slowdown(&self, thread: &SimThread) -> f64 {
         self.remote_slowdown(thread) * self.turns(thread) * self.memory_wait(thread)
     }
