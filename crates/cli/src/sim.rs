@@ -274,9 +274,8 @@ mod tests;
 
 /// `pinlearn sim --calibrate BENCH.json [--calibrate MORE.json ...]`: the
 /// table on stdout (stderr when `--json -` takes stdout), the comparison as
-/// JSON.
-/// `--calibrate`: the bench files pooled, simulated and compared; a
-/// `--memory-bandwidth` given (`off` too) stands instead of the bench's.
+/// JSON. A `--memory-bandwidth` given (`off` too) stands instead of the
+/// one the bench files measured.
 fn calibrate(
     paths: &[PathBuf],
     options: &SimOptions,
@@ -296,7 +295,7 @@ fn calibrate(
     }
     let mut real = pooled.expect("called with at least one file");
     if let Some(given) = bandwidth {
-        real.memory_bandwidth = given.0;
+        real.memory_bandwidths = given.0.into_iter().collect();
     }
     if let Some(output) = &options.json {
         output.check_writable().map_err(Failure::BadInput)?;

@@ -72,10 +72,11 @@ pub struct RealBench {
     /// for runs that name their repeat: what pairs a scheduler's run with
     /// os's run of the same repeat.
     pub repeats: BTreeMap<(String, String, String), BTreeMap<u64, f64>>,
-    /// A node's memory bandwidth in cores' worth, where the bench measured
-    /// it (`setup.memory_bandwidth.cores_worth`): what the model's
-    /// [`MachineParams::memory_bandwidth`] is unless given.
-    pub memory_bandwidth: Option<f64>,
+    /// A node's memory bandwidth in cores' worth, as each pooled bench
+    /// file that measured it says (`setup.memory_bandwidth.cores_worth`):
+    /// their mean ([`RealBench::memory_bandwidth`]) is the model's
+    /// [`MachineParams::memory_bandwidth`] unless one is given.
+    pub memory_bandwidths: Vec<f64>,
 }
 
 fn bad(message: impl Into<String>) -> SimError {
@@ -110,15 +111,15 @@ impl RealBench {
                 )));
             }
         };
-        let memory_bandwidth = match setup.get("memory_bandwidth") {
-            None | Some(Value::Null) => None,
-            Some(record) => Some(
+        let memory_bandwidths = match setup.get("memory_bandwidth") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(record) => vec![
                 record
                     .get("cores_worth")
                     .and_then(Value::as_f64)
                     .filter(|b| b.is_finite() && *b > 0.0)
                     .ok_or_else(|| bad("the bench JSON's memory bandwidth has no positive \"cores_worth\""))?,
-            ),
+            ],
         };
         let text_of = |key: &str| setup.get(key).and_then(Value::as_str).map(str::to_string);
         let workloads = setup
@@ -171,7 +172,7 @@ impl RealBench {
             workloads,
             times,
             repeats,
-            memory_bandwidth,
+            memory_bandwidths,
         })
     }
 
@@ -205,14 +206,16 @@ impl RealBench {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
             (a, b) => a.or(b),
         };
-        // Measured on one machine twice: the mean of the two.
-        self.memory_bandwidth = match (self.memory_bandwidth, other.memory_bandwidth) {
-            (Some(a), Some(b)) => Some((a + b) / 2.0),
-            (a, b) => a.or(b),
-        };
+        self.memory_bandwidths.extend(other.memory_bandwidths);
         self.date = joined(self.date, other.date);
         self.command = joined(self.command, other.command);
         Ok(self)
+    }
+
+    /// The mean of the memory bandwidths the pooled files measured, if any.
+    pub fn memory_bandwidth(&self) -> Option<f64> {
+        let measured = &self.memory_bandwidths;
+        (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / measured.len() as f64)
     }
 
     /// Median completion (s) and threads per (workload, scenario, scheduler).
@@ -502,7 +505,7 @@ pub fn calibrate(
     let mut params = params.clone();
     params.load_session = session.unwrap_or(real.load_session);
     params.metric = SimMetric::from(settings.metric);
-    params.memory_bandwidth = params.memory_bandwidth.or(real.memory_bandwidth);
+    params.memory_bandwidth = params.memory_bandwidth.or(real.memory_bandwidth());
     // `pinlearn load` runs one spinner per loaded CPU: one nice-0 thread per
     // core in the workload's session, one group of nice-0 weight in its own.
     let background_weight = 1.0;
@@ -767,7 +770,7 @@ mod tests {
 
     #[test]
     fn a_bench_file_gives_the_memory_bandwidth_it_measured() {
-        assert_eq!(RealBench::parse(BENCH).expect("parses").memory_bandwidth, None);
+        assert_eq!(RealBench::parse(BENCH).expect("parses").memory_bandwidth(), None);
         let with = |record: &str| {
             BENCH.replace(
                 r#""cores": 2,"#,
@@ -780,19 +783,26 @@ mod tests {
             ))
         };
         let first = RealBench::parse(&measured(1.4)).expect("parses");
-        assert_eq!(first.memory_bandwidth, Some(1.4));
-        assert_eq!(RealBench::parse(&with("null")).expect("parses").memory_bandwidth, None);
+        assert_eq!(first.memory_bandwidth(), Some(1.4));
+        assert_eq!(
+            RealBench::parse(&with("null")).expect("parses").memory_bandwidth(),
+            None
+        );
         for bad in [measured(0.0), measured(-1.0), with("{}")] {
             let error = RealBench::parse(&bad)
                 .expect_err("no positive cores' worth")
                 .to_string();
             assert!(error.contains("cores_worth"), "{error}");
         }
-        // Measured twice on one machine: the mean.
-        let pooled = first
-            .pool(RealBench::parse(&measured(1.6)).expect("parses"))
+        // Measured in three files of one machine, one without: the mean of
+        // the three measures.
+        let pooled = [measured(1.6), BENCH.to_string(), measured(1.9)]
+            .iter()
+            .map(|text| RealBench::parse(text).expect("parses"))
+            .try_fold(first, RealBench::pool)
             .expect("one machine");
-        assert!((pooled.memory_bandwidth.expect("measured") - 1.5).abs() < 1e-12);
+        assert_eq!(pooled.memory_bandwidths, [1.4, 1.6, 1.9]);
+        assert!((pooled.memory_bandwidth().expect("measured") - 1.6333333333333333).abs() < 1e-12);
     }
 
     #[test]
