@@ -611,6 +611,16 @@ impl Plan {
         text
     }
 
+    /// The threads of a run at `level` on the bench's cores, as the
+    /// scenarios of that level have them.
+    fn threads_at(&self, level: Level) -> usize {
+        Scenario {
+            level,
+            load: pinlearn_experiment::Load::None,
+        }
+        .threads_for(self.cores())
+    }
+
     /// Runs that measure the memory bandwidth: `--repeat` on one core and
     /// as many on the first node (`measure_memory_bandwidth`).
     fn bandwidth_runs(&self) -> usize {
@@ -691,7 +701,7 @@ impl Plan {
         let mut calibration = Calibration::default();
         for (w, workload) in self.workloads.iter().enumerate() {
             for &level in levels {
-                let threads = level.threads_per_core() * self.cores().max(1);
+                let threads = self.threads_at(level);
                 let label = format!("{} {} calibration", workload.name, level.letter());
                 let measured = self.run_without_load(workload, level, &linux_alone, label, progress)?;
                 calibration.lengths.insert((w, level), measured.wall_s);
@@ -723,7 +733,7 @@ impl Plan {
         let measured = self.runner.run(&RunSpec {
             label: label.clone(),
             workload,
-            threads: level.threads_per_core() * self.cores().max(1),
+            threads: self.threads_at(level),
             placement: Placement::Unmanaged(pins),
             load: Scenario {
                 level,
@@ -777,7 +787,7 @@ impl Plan {
         let median = |times: &[f64]| pinlearn_report::stats(times).map_or(f64::NAN, |s| s.median);
         Ok(Some(MemoryBandwidth {
             workload: workload.name.clone(),
-            threads: level.threads_per_core() * self.cores().max(1),
+            threads: self.threads_at(level),
             cores_worth: median(&one_core_s) / median(&node_s),
             one_core_s,
             node_s,

@@ -302,7 +302,13 @@ fn alone_memory_wait(spec: &WorkloadSpec, node_cores: &[Vec<usize>], bandwidth: 
         .iter()
         .map(|list| (busy / node_cores.len() as f64).ceil().min(list.len() as f64))
         .fold(0.0, f64::max);
-    let stretch = m * busiest / bandwidth;
+    memory_wait_at(m, m * busiest / bandwidth)
+}
+
+/// How many times as long a thread of memory intensity `m` takes where its
+/// node's memory accesses take `stretch` times as long: `(1 − m) + m ·
+/// stretch`, exactly 1 where the node serves all it is asked for.
+fn memory_wait_at(m: f64, stretch: f64) -> f64 {
     if stretch <= 1.0 { 1.0 } else { (1.0 - m) + m * stretch }
 }
 
@@ -999,12 +1005,8 @@ impl SimMachine {
     /// serves less than its threads ask: `(1 − m) + m · stretch` (1 without
     /// a bandwidth).
     fn memory_wait(&self, thread: &SimThread) -> f64 {
-        let stretch = self.memory_stretch[thread.home.unwrap_or(self.core_node[thread.core])];
-        if stretch <= 1.0 {
-            return 1.0;
-        }
-        let m = thread.memory_intensity;
-        (1.0 - m) + m * stretch
+        let node = thread.home.unwrap_or(self.core_node[thread.core]);
+        memory_wait_at(thread.memory_intensity, self.memory_stretch[node])
     }
 
     /// How many times a thread's work is slower than its CPU time where
