@@ -162,7 +162,8 @@ pub struct SimArgs {
     /// Compare the model with a real machine: simulate every cell of this `pinlearn bench --json`
     /// file (os, static, learn) on its topology, threads and load session, and print both sides'
     /// ratios to os (the model flags and --config, --seeds and --json apply); given more than once,
-    /// the files' runs are pooled (one matrix on one machine, measured several times)
+    /// the files' runs are pooled (one matrix on one machine, measured several times), and each
+    /// file is also held to the others by the same rule (how near the real runs come to each other)
     #[arg(long, value_name = "BENCH.json")]
     pub calibrate: Vec<PathBuf>,
 }
@@ -283,11 +284,13 @@ fn calibrate(
     bandwidth: Option<BandwidthOrOff>,
 ) -> Result<(), Failure> {
     let mut pooled: Option<RealBench> = None;
+    let mut files = Vec::new();
     for path in paths {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::BadInput(format!("cannot read the bench file {}: {e}", path.display())))?;
         let bad = |e: pinlearn_sim::SimError| Failure::BadInput(format!("{}: {e}", path.display()));
         let real = RealBench::parse(&text).map_err(bad)?;
+        files.push(real.clone());
         pooled = Some(match pooled {
             None => real,
             Some(before) => before.pool(real).map_err(bad)?,
@@ -300,8 +303,9 @@ fn calibrate(
     if let Some(output) = &options.json {
         output.check_writable().map_err(Failure::BadInput)?;
     }
-    let calibration =
+    let mut calibration =
         pinlearn_sim::calibrate::calibrate(&real, &options.settings, &options.params, options.seeds, session)?;
+    calibration.reproduction = pinlearn_sim::calibrate::reproduction(&files)?;
     let table = calibration.table();
     match &options.json {
         Some(output) => {

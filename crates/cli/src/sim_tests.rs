@@ -426,3 +426,34 @@ fn calibration_against_the_recorded_bench_prints_both_sides_and_the_agreement() 
     let (real_static, sim_static) = cell.ratios["static"];
     assert!(real_static.unwrap() > 1.2 && sim_static.unwrap() > 1.1, "{cell:?}");
 }
+
+#[test]
+fn two_real_runs_of_one_matrix_are_held_to_each_other_by_the_calibration_s_rule() {
+    // The seven workloads' matrix measured twice with one build on 2026-12-06
+    // (docs/simulator.md, "The machine against itself"): the second host's
+    // Linux spread by 11% from one repeat to the next, the first's by 2%.
+    let recorded = |name: &str| {
+        let path = format!("{}/../../docs/results/{name}", env!("CARGO_MANIFEST_DIR"));
+        pinlearn_sim::calibrate::RealBench::parse(&std::fs::read_to_string(&path).expect("the recorded bench"))
+            .expect("parses")
+    };
+    let files = [
+        recorded("bench-matrix-seven-2026-12-06.json"),
+        recorded("bench-matrix-seven-2026-12-06-2.json"),
+    ];
+    let found = pinlearn_sim::calibrate::reproduction(&files).expect("one matrix on one kind of machine");
+    let counts: Vec<(usize, usize, usize)> = found.iter().map(|f| (f.cells, f.agree, f.same_winner)).collect();
+    assert_eq!(counts, [(70, 28, 51), (70, 27, 45)]);
+    let options = command(&["--seeds", "1"]).to_options().expect("options");
+    let pooled = files[0].clone().pool(files[1].clone()).expect("pools");
+    let mut calibration =
+        pinlearn_sim::calibrate::calibrate(&pooled, &options.settings, &options.params, 1, None).expect("calibrates");
+    calibration.reproduction = found;
+    let table = calibration.table();
+    assert!(
+        table.contains(
+            "the real file of 2026-12-06T23:27:07Z against the other files by the same rule: 27 of 70 cells agree"
+        ),
+        "{table}"
+    );
+}

@@ -22,6 +22,10 @@
 //!                of each side, how many cells agree (within
 //!                `AGREEMENT_POINTS`, same winner) and how many miss by more
 //!                than that beyond the real range
+//!
+//!   reproduction (two bench files or more): each file's medians held to
+//!                the pool of the others by the same rule, as the model's
+//!                are: how near two real runs of the matrix come to each other
 //! ```
 //!
 //! The real runs' `learn` is the learner of the day the bench ran (its
@@ -439,6 +443,9 @@ pub struct Calibration {
     /// limit).
     pub memory_bandwidth: Option<f64>,
     pub cells: Vec<CalibrationCell>,
+    /// Each real file against the others, when more than one was pooled
+    /// ([`reproduction`]; the caller fills it in).
+    pub reproduction: Vec<Reproduction>,
     /// Workloads left out, with the reason.
     pub skipped: Vec<String>,
 }
@@ -536,7 +543,7 @@ pub fn calibrate(
                 skipped.push(format!("{name} {scenario_name}: not a scenario of this version"));
                 continue;
             };
-            let (real_os, threads) = real_cells[&(name.clone(), scenario_name.clone(), "os".to_string())];
+            let (_, threads) = real_cells[&(name.clone(), scenario_name.clone(), "os".to_string())];
             // The program's length without load at this level sizes the work.
             let unloaded = Scenario {
                 load: Load::None,
@@ -585,45 +592,14 @@ pub fn calibrate(
                     sim_times.insert(label, summary.median);
                 }
             }
-            let mut real_times: BTreeMap<&str, f64> = BTreeMap::new();
-            for label in SCHEDULERS {
-                if let Some(&(t, _)) = real_cells.get(&(name.clone(), scenario_name.clone(), label.to_string())) {
-                    real_times.insert(label, t);
-                }
-            }
-            let sim_os = sim_times.get("os").copied();
-            let real_range = SCHEDULERS[1..]
-                .iter()
-                .filter_map(|label| {
-                    let ratios = real.paired_ratios(name, &scenario_name, label);
-                    let low = ratios.iter().copied().min_by(f64::total_cmp)?;
-                    let high = ratios.iter().copied().max_by(f64::total_cmp)?;
-                    Some((label.to_string(), (low, high)))
-                })
-                .collect();
-            let ratios = SCHEDULERS[1..]
-                .iter()
-                .map(|label| {
-                    let real_ratio = real_times.get(label).map(|t| t / real_os);
-                    let sim_ratio = sim_os.and_then(|os| sim_times.get(label).map(|t| t / os));
-                    (label.to_string(), (real_ratio, sim_ratio))
-                })
-                .collect();
-            // Winners among the schedulers both sides ran.
-            sim_times.retain(|label, _| real_times.contains_key(label));
-            let real_winners = real_winners(real, name, &scenario_name, &real_times);
-            cells.push(CalibrationCell {
-                workload: name.clone(),
-                scenario: scenario_name,
+            cells.push(side_by_side(
+                real,
+                &real_cells,
+                name,
+                &scenario_name,
                 threads,
-                real_os_s: real_os,
-                sim_os_s: sim_os,
-                ratios,
-                real_range,
-                real_winners,
-                real_median_winner: winner(&real_times).unwrap_or_else(|| "os".into()),
-                sim_winner: winner(&sim_times),
-            });
+                sim_times,
+            ));
         }
     }
     if cells.is_empty() {
@@ -640,8 +616,128 @@ pub fn calibrate(
         seeds: seeds as usize,
         memory_bandwidth: params.memory_bandwidth,
         cells,
+        reproduction: Vec::new(),
         skipped,
     })
+}
+
+/// One cell of `real` beside `other`'s median times per scheduler (the
+/// model's, or another real file's): each one's ratios to its own os, the
+/// real repeats' range and both winners.
+fn side_by_side(
+    real: &RealBench,
+    real_cells: &BTreeMap<(String, String, String), (f64, usize)>,
+    name: &str,
+    scenario: &str,
+    threads: usize,
+    mut other: BTreeMap<&str, f64>,
+) -> CalibrationCell {
+    let key = |label: &str| (name.to_string(), scenario.to_string(), label.to_string());
+    let real_times: BTreeMap<&str, f64> = SCHEDULERS
+        .iter()
+        .filter_map(|label| real_cells.get(&key(label)).map(|&(t, _)| (*label, t)))
+        .collect();
+    let real_os = real_times.get("os").copied().unwrap_or(f64::NAN);
+    let other_os = other.get("os").copied();
+    let real_range = SCHEDULERS[1..]
+        .iter()
+        .filter_map(|label| {
+            let ratios = real.paired_ratios(name, scenario, label);
+            let low = ratios.iter().copied().min_by(f64::total_cmp)?;
+            let high = ratios.iter().copied().max_by(f64::total_cmp)?;
+            Some((label.to_string(), (low, high)))
+        })
+        .collect();
+    let ratios = SCHEDULERS[1..]
+        .iter()
+        .map(|label| {
+            let real_ratio = real_times.get(label).map(|t| t / real_os);
+            let other_ratio = other_os.and_then(|os| other.get(label).map(|t| t / os));
+            (label.to_string(), (real_ratio, other_ratio))
+        })
+        .collect();
+    // Winners among the schedulers both sides ran.
+    other.retain(|label, _| real_times.contains_key(label));
+    CalibrationCell {
+        workload: name.to_string(),
+        scenario: scenario.to_string(),
+        threads,
+        real_os_s: real_os,
+        sim_os_s: other_os,
+        ratios,
+        real_range,
+        real_winners: real_winners(real, name, scenario, &real_times),
+        real_median_winner: winner(&real_times).unwrap_or_else(|| "os".into()),
+        sim_winner: winner(&other),
+    }
+}
+
+/// How one real bench file agrees with the others pooled, held to the
+/// model's rule: its medians stand where the model's would.
+#[derive(Clone, Debug, Serialize)]
+pub struct Reproduction {
+    /// The file's date (`setup.date`).
+    pub date: Option<String>,
+    /// Cells both sides ran with os, static and learn.
+    pub cells: usize,
+    /// Of those, every ratio within `AGREEMENT_POINTS` of the others' and a
+    /// winner among theirs ([`CalibrationCell::agrees`]).
+    pub agree: usize,
+    pub same_winner: usize,
+    /// A ratio more than `AGREEMENT_POINTS` outside the others' repeats'
+    /// range ([`CalibrationCell::misses_beyond_spread`]).
+    pub beyond_spread: usize,
+}
+
+/// The real machine against itself: each of `files` (benches of one matrix
+/// on one machine, as [`RealBench::pool`] takes them) beside the pool of the
+/// others, by the rule the model is held to. How often two real runs of the
+/// same matrix agree is as close as a model can be expected to come. Empty
+/// for fewer than two files. The learn columns compare only where the
+/// files ran one learner.
+pub fn reproduction(files: &[RealBench]) -> Result<Vec<Reproduction>, SimError> {
+    if files.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let mut rest = files
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, f)| f.clone());
+        let first = rest.next().expect("two files at least");
+        let others = rest.try_fold(first, RealBench::pool)?;
+        let other_cells = others.cells();
+        let own_cells = file.cells();
+        let mut found = Reproduction {
+            date: file.date.clone(),
+            cells: 0,
+            agree: 0,
+            same_winner: 0,
+            beyond_spread: 0,
+        };
+        for ((name, scenario, label), &(_, threads)) in &own_cells {
+            if label != "os" {
+                continue;
+            }
+            let key = |label: &str| (name.clone(), scenario.clone(), label.to_string());
+            let own: BTreeMap<&str, f64> = SCHEDULERS
+                .iter()
+                .filter_map(|label| own_cells.get(&key(label)).map(|&(t, _)| (*label, t)))
+                .collect();
+            if own.len() < SCHEDULERS.len() || SCHEDULERS.iter().any(|label| !other_cells.contains_key(&key(label))) {
+                continue;
+            }
+            let cell = side_by_side(&others, &other_cells, name, scenario, threads, own);
+            found.cells += 1;
+            found.agree += usize::from(cell.agrees());
+            found.same_winner += usize::from(cell.same_winner());
+            found.beyond_spread += usize::from(cell.misses_beyond_spread());
+        }
+        out.push(found);
+    }
+    Ok(out)
 }
 
 impl Calibration {
@@ -707,6 +803,17 @@ impl Calibration {
             self.seeds,
             self.real_date.as_deref().unwrap_or("undated")
         );
+        for file in &self.reproduction {
+            text += &format!(
+                "the real file of {} against the other files by the same rule: {} of {} cells agree, the same \
+                 winner in {}, more than {AGREEMENT_POINTS} points outside their repeats' range in {}\n",
+                file.date.as_deref().unwrap_or("no date"),
+                file.agree,
+                file.cells,
+                file.same_winner,
+                file.beyond_spread
+            );
+        }
         for reason in &self.skipped {
             text += &format!("left out: {reason}\n");
         }
@@ -836,6 +943,58 @@ mod tests {
             RealBench::parse(&bench([1.0, 1.0], [1.0, 1.0]).replace("\"cores\": 2", "\"cores\": 4")).expect("parses");
         let error = pooled.pool(other_machine).expect_err("4 cores").to_string();
         assert!(error.contains("one machine"), "{error}");
+    }
+
+    #[test]
+    fn each_real_file_is_held_to_the_others_by_the_model_s_rule() {
+        // Three repeats of os, static and learn in two scenarios; `times`
+        // gives each scheduler's run per scenario, the same in every repeat.
+        let bench = |date: &str, times: [(&str, [f64; 3]); 2]| {
+            let mut runs = Vec::new();
+            for (scenario, [os, static_, learn]) in times {
+                for repeat in 0..3 {
+                    for (scheduler, t) in [("os", os), ("static", static_), ("learn", learn)] {
+                        runs.push(format!(
+                            r#"{{"workload": "aco", "scenario": "{scenario}", "scheduler": "{scheduler}", "repeat": {repeat}, "threads": 4, "completion_s": {t}}}"#
+                        ));
+                    }
+                }
+            }
+            let text = format!(
+                r#"{{"setup": {{"cores": 2, "date": "{date}", "workloads": [["aco", "pinlearn work aco"]]}}, "runs": [{}]}}"#,
+                runs.join(",")
+            );
+            RealBench::parse(&text).expect("parses")
+        };
+        // B.2: static wins in both files, by 20 and 25 points: they agree.
+        // C.2: the first file's static is 40% behind os, the second's 15%:
+        // 25 points apart, beyond either's range.
+        let first = bench("one", [("B.2", [2.0, 1.6, 1.9]), ("C.2", [2.0, 2.8, 2.0])]);
+        let second = bench("two", [("B.2", [2.0, 1.5, 1.9]), ("C.2", [2.0, 2.3, 2.0])]);
+        let found = reproduction(&[first.clone(), second.clone()]).expect("one machine");
+        assert_eq!(found.len(), 2);
+        for (file, date) in found.iter().zip(["one", "two"]) {
+            assert_eq!(file.date.as_deref(), Some(date));
+            assert_eq!(
+                (file.cells, file.agree, file.same_winner, file.beyond_spread),
+                (2, 1, 2, 1)
+            );
+        }
+        // A third file like the second: each file meets the median of the
+        // others' pooled runs. The first against the second and third (static
+        // 2.3 s, 15% behind) still misses C.2 by 25 points; the second against
+        // the first and third (static's median 2.55 s, 27.5% behind) by 12.5.
+        let third = bench("three", [("B.2", [2.0, 1.5, 1.9]), ("C.2", [2.0, 2.3, 2.0])]);
+        let found = reproduction(&[first.clone(), second.clone(), third.clone()]).expect("one machine");
+        let agree: Vec<usize> = found.iter().map(|f| f.agree).collect();
+        assert_eq!(agree, [1, 1, 1]);
+        // With a fourth like them, the others' runs of 2.3 s outnumber the
+        // first file's: the second, third and fourth agree in C.2.
+        let fourth = bench("four", [("B.2", [2.0, 1.5, 1.9]), ("C.2", [2.0, 2.3, 2.0])]);
+        let found = reproduction(&[first.clone(), second, third, fourth]).expect("one machine");
+        let agree: Vec<usize> = found.iter().map(|f| f.agree).collect();
+        assert_eq!(agree, [1, 2, 2, 2]);
+        assert!(reproduction(&[first]).expect("nothing to compare").is_empty());
     }
 
     #[test]
