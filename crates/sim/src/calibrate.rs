@@ -621,6 +621,22 @@ pub fn calibrate(
     })
 }
 
+/// The median time of each of [`SCHEDULERS`] that ran one cell of
+/// `cells` ([`RealBench::cells`]).
+fn scheduler_times(
+    cells: &BTreeMap<(String, String, String), (f64, usize)>,
+    name: &str,
+    scenario: &str,
+) -> BTreeMap<&'static str, f64> {
+    SCHEDULERS
+        .iter()
+        .filter_map(|label| {
+            let key = (name.to_string(), scenario.to_string(), label.to_string());
+            cells.get(&key).map(|&(t, _)| (*label, t))
+        })
+        .collect()
+}
+
 /// One cell of `real` beside `other`'s median times per scheduler (the
 /// model's, or another real file's): each one's ratios to its own os, the
 /// real repeats' range and both winners.
@@ -632,11 +648,7 @@ fn side_by_side(
     threads: usize,
     mut other: BTreeMap<&str, f64>,
 ) -> CalibrationCell {
-    let key = |label: &str| (name.to_string(), scenario.to_string(), label.to_string());
-    let real_times: BTreeMap<&str, f64> = SCHEDULERS
-        .iter()
-        .filter_map(|label| real_cells.get(&key(label)).map(|&(t, _)| (*label, t)))
-        .collect();
+    let real_times = scheduler_times(real_cells, name, scenario);
     let real_os = real_times.get("os").copied().unwrap_or(f64::NAN);
     let other_os = other.get("os").copied();
     let real_range = SCHEDULERS[1..]
@@ -721,12 +733,8 @@ pub fn reproduction(files: &[RealBench]) -> Result<Vec<Reproduction>, SimError> 
             if label != "os" {
                 continue;
             }
-            let key = |label: &str| (name.clone(), scenario.clone(), label.to_string());
-            let own: BTreeMap<&str, f64> = SCHEDULERS
-                .iter()
-                .filter_map(|label| own_cells.get(&key(label)).map(|&(t, _)| (*label, t)))
-                .collect();
-            if own.len() < SCHEDULERS.len() || SCHEDULERS.iter().any(|label| !other_cells.contains_key(&key(label))) {
+            let own = scheduler_times(&own_cells, name, scenario);
+            if own.len() < SCHEDULERS.len() || scheduler_times(&other_cells, name, scenario).len() < SCHEDULERS.len() {
                 continue;
             }
             let cell = side_by_side(&others, &other_cells, name, scenario, threads, own);
