@@ -1,11 +1,12 @@
 # Reads the run lines `scripts/bench-learners` prints to stderr (saved as a .log) and gives, per case,
 # each mode's spread over the repeats (slowest / fastest) and the paired ratios' median with the
 # sign-test interval: the order statistics that hold the median with at least 90% (n >= 5).
+# Logs from before 2026-12-07 carry no guard share between the time and the workload; both are read.
 # usage: python3 docs/results/bench-learners-intervals.py FILE.log
 import math, statistics as st, sys
 
 def interval(n):
-    """The widest k with P(X(k) <= median <= X(n+1-k)) >= 0.9, and that probability."""
+    """The largest k (the narrowest interval) with P(X(k) <= median <= X(n+1-k)) >= 0.9, and that probability."""
     best = None
     for k in range(1, n // 2 + 1):
         p = 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
@@ -15,10 +16,16 @@ def interval(n):
 
 times = {}
 for line in open(sys.argv[1]):
-    parts = line.rstrip("\n").split(" ", 6)
-    if len(parts) < 7 or parts[0] not in ("idle", "load", "late", "moving"):
+    parts = line.rstrip("\n").split(" ", 5)
+    if len(parts) < 6 or parts[0] not in ("idle", "load", "late", "moving"):
         continue
-    load, threads, repeat, mode, secs, _share, name = parts
+    load, threads, repeat, mode, secs, rest = parts
+    share, _, name = rest.partition(" ")
+    try:
+        if share != "-":
+            float(share)
+    except ValueError:  # an older log: the workload follows the time
+        name = rest
     times.setdefault((name, load, threads), {}).setdefault(mode, {})[int(repeat)] = float(secs)
 for (name, load, threads), modes in times.items():
     print(f"{name} ({load}, {threads} threads)")
