@@ -1,6 +1,7 @@
 # Reads the run lines `scripts/bench-learners` prints to stderr (saved as a .log) and gives, per case,
 # each mode's spread over the repeats (slowest / fastest) and the paired ratios' median with the
-# sign-test interval: the order statistics that hold the median with at least 90% (n >= 5).
+# sign-test interval: the order statistics that hold the median with at least 90% (n >= 5), and how many
+# repeats would pin the ratio to +-1% at the spread of its log.
 # Logs from before 2026-12-07 carry no guard share between the time and the workload; both are read.
 # usage: python3 docs/results/bench-learners-intervals.py FILE.log
 import math, statistics as st, sys
@@ -39,4 +40,8 @@ for (name, load, threads), modes in times.items():
             print(f"  {a} / {b}: median {st.median(ratios):.3f} (too few repeats for an interval)")
             continue
         k, p = found
-        print(f"  {a} / {b}: median {st.median(ratios):.3f} [{ratios[k - 1]:.3f}..{ratios[-k]:.3f}] ({100 * p:.1f}%)")
+        # The spread of the paired log-ratios, and the repeats a normal approximation needs for a 95%
+        # interval of +-1% at that spread.
+        sd = st.stdev(math.log(r) for r in ratios)
+        print(f"  {a} / {b}: median {st.median(ratios):.3f} [{ratios[k - 1]:.3f}..{ratios[-k]:.3f}] ({100 * p:.1f}%), "
+              f"log-ratios' sd {sd:.3f}: about {(1.96 * sd / 0.01) ** 2:.0f} repeats for +-1%")
